@@ -1,0 +1,197 @@
+/**
+ * @file Tree-sitter grammar for lossproof chaos-test scenarios (.lp)
+ * @license MIT
+ *
+ * The grammar is deliberately vocabulary-free, like the real (pest) grammar in
+ * `lang/`: fault verbs, targets and shorthand words are plain identifiers, and
+ * queries/highlights.scm classifies them with `#any-of?` lists generated from
+ * editors/vocabulary.json.  Only the structural words (the ones that decide
+ * the shape of a statement) are literals here, so a new fault in the stdlib
+ * never needs a new parser.
+ */
+
+/// <reference types="tree-sitter-cli/dsl" />
+// @ts-check
+
+// BEGIN GENERATED units (editors/generate.mjs from editors/vocabulary.json; do not edit)
+const UNITS = ['ms', 's', 'm', 'h'];
+// END GENERATED units
+
+const unitPattern = new RegExp(UNITS.map((u) => u.replace(/[^A-Za-z0-9_]/g, '\\$&')).join('|'));
+
+module.exports = grammar({
+  name: 'lossproof',
+
+  // No `word` rule: units (s, m, ...) would be captured by keyword extraction.
+
+  // Newlines separate statements, so they are not extras.
+  extras: ($) => [/[ \t\r\f\v]/, $.comment],
+
+  externals: ($) => [
+    $.fence_language,
+    $.sql,
+    $._error_sentinel,
+  ],
+
+  rules: {
+    source_file: ($) => seq(
+      repeat(choice(seq($._statement, $._separator), $._separator)),
+      optional($._statement),
+    ),
+
+    _separator: ($) => choice($._newline, ';'),
+
+    _newline: (_) => /\n/,
+
+    block: ($) => seq(
+      '<',
+      repeat(choice(seq($._statement, $._separator), $._separator)),
+      optional($._statement),
+      '>',
+    ),
+
+    _statement: ($) => choice(
+      $.scenario,
+      $.workload,
+      $.consumers,
+      $.setting,
+      $.include,
+      $.fragment,
+      $.use,
+      $.phase,
+      $.window,
+      $.drain,
+      $.expectation,
+      $.assertion,
+      $.action,
+    ),
+
+    // scenario crash | scenario "a name"
+    scenario: ($) => seq('scenario', field('name', choice($._name, $.string))),
+
+    // workload orders rate 200/s connections 4 mix insert 50% ...
+    workload: ($) => seq('workload', field('name', $.identifier), repeat($._argument)),
+
+    // consumers careless, correct
+    consumers: ($) => seq('consumers', $.identifier, repeat(seq(',', $.identifier))),
+
+    // set consumer_batch 500
+    setting: ($) => seq('set', field('name', $._name), field('value', repeat1($._argument))),
+
+    // include "stdlib/faults.lp"
+    include: ($) => seq('include', field('path', $.string)),
+
+    // fragment chaos < ... >
+    fragment: ($) => seq('fragment', field('name', $._name), repeat($._newline), field('body', $.block)),
+
+    // use chaos
+    use: ($) => seq('use', field('name', $._name)),
+
+    // under load 30s < ... > | quiet 10s < ... >
+    phase: ($) => seq(
+      field('kind', choice(seq('under', 'load'), 'quiet')),
+      field('duration', $._duration),
+      repeat($._newline),
+      field('body', $.block),
+    ),
+
+    // between 10s and 20s < ... >
+    window: ($) => seq(
+      'between',
+      field('start', $._duration),
+      'and',
+      field('end', $._duration),
+      repeat($._newline),
+      field('body', $.block),
+    ),
+
+    // drain within 60s
+    drain: ($) => seq('drain', 'within', field('timeout', $._duration)),
+
+    // expect consumer correct clean | expect every fault fired
+    expectation: ($) => seq('expect', repeat1($._argument)),
+
+    // assert "name" expect < 5 ```sql ... ```
+    assertion: ($) => seq(
+      'assert',
+      field('name', $.string),
+      'expect',
+      field('expected', $.expected),
+      repeat($._newline),
+      field('query', $.sql_block),
+    ),
+
+    expected: ($) => choice(
+      seq(field('operator', $.comparison_operator), field('value', $._value)),
+      'empty',
+      'true',
+    ),
+
+    comparison_operator: (_) => choice('=', '!=', '<', '<=', '>', '>='),
+
+    sql_block: ($) => seq(
+      '```',
+      optional(field('language', $.fence_language)),
+      optional(field('content', $.sql)),
+      '```',
+    ),
+
+    // Any other statement: a verb from the stdlib and its words, optionally
+    // with a block of its own (kill consumer every 2s, at 5s < ... >).
+    action: ($) => seq(
+      field('verb', $.identifier),
+      repeat($._argument),
+      optional(field('body', $.block)),
+    ),
+
+    _argument: ($) => choice($._value, ','),
+
+    _value: ($) => choice(
+      $.identifier,
+      $.string,
+      $.number,
+      $.duration,
+      $.jitter,
+      $.percent,
+      $.rate,
+    ),
+
+    _duration: ($) => choice($.duration, $.jitter),
+
+    _name: ($) => alias($.identifier, $.name),
+
+    // 30s, 500ms, 1.5s
+    duration: ($) => seq(field('value', $.number), field('unit', $.unit)),
+
+    // 2s±500ms, 2s+-500ms
+    jitter: ($) => seq(
+      field('base', $.duration),
+      field('operator', alias(token.immediate(choice('±', '+-')), $.jitter_operator)),
+      field('spread', $.duration),
+    ),
+
+    // 30%
+    percent: ($) => seq(field('value', $.number), token.immediate('%')),
+
+    // 200/s
+    rate: ($) => seq(field('value', $.number), token.immediate('/'), field('unit', $.unit)),
+
+    unit: (_) => token.immediate(prec(1, unitPattern)),
+
+    number: (_) => /\d+(\.\d+)?/,
+
+    string: ($) => seq(
+      '"',
+      repeat(choice($._string_content, $.escape_sequence)),
+      token.immediate('"'),
+    ),
+
+    _string_content: (_) => token.immediate(prec(1, /[^"\\\n]+/)),
+
+    escape_sequence: (_) => token.immediate(/\\./),
+
+    identifier: (_) => /[A-Za-z_][A-Za-z0-9_-]*/,
+
+    comment: (_) => token(seq('#', /[^\n]*/)),
+  },
+});

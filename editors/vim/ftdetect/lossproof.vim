@@ -1,0 +1,2 @@
+" lossproof chaos-test scenarios
+autocmd BufRead,BufNewFile *.lp set filetype=lossproof

@@ -1,0 +1,108 @@
+" Vim syntax file
+" Language:    lossproof chaos-test scenario (.lp)
+" Maintainer:  lossproof developers
+" The word lists between the GENERATED markers come from editors/vocabulary.json
+" (run `node editors/generate.mjs` after changing it).
+
+if exists('b:current_syntax')
+  finish
+endif
+
+scriptencoding utf-8
+let s:cpo_save = &cpo
+set cpo&vim
+
+" Raw SQL inside ``` fences (assertions). Included first: sql.vim may change
+" case sensitivity and iskeyword, which are set for lossproof below.
+let s:has_sql = !empty(globpath(&runtimepath, 'syntax/sql.vim'))
+if s:has_sql
+  syntax include @lpSql syntax/sql.vim
+  unlet! b:current_syntax
+endif
+
+syntax case match
+syntax iskeyword @,48-57,_,-
+
+" BEGIN GENERATED vocabulary (editors/generate.mjs from editors/vocabulary.json; do not edit)
+syntax keyword lpKeyword scenario workload consumers set include fragment use under load quiet drain
+syntax keyword lpKeyword within between and at every times randomly with chance assert expect true
+syntax keyword lpKeyword empty
+syntax keyword lpFault kill stop pause resume restart alter redeliver duplicate recreate drop delay
+syntax keyword lpFault cut inject compact expire fill
+syntax keyword lpTarget consumer connect connector broker postgres registry compactor
+syntax keyword lpConsumer careless correct
+syntax keyword lpWorkload orders
+syntax keyword lpWorkloadParam rate connections customers mix insert update delete cascade
+syntax keyword lpSetting consumer_batch autocommit_interval replica_identity partitions
+syntax keyword lpShorthand clean damaged most wrong rows fault fired
+syntax keyword lpFaultWord table widen add column rename to from start slot network for junk into
+syntax keyword lpFaultWord topic messages snapshots
+let s:lp_units = 'ms|s|m|h'
+" END GENERATED vocabulary
+
+" Numbers: 3, 1.5, 30s, 500ms, 2s±500ms, 2s+-500ms, 30%, 200/s
+let s:num = '%(^|[^A-Za-z0-9_.-])@<=\d+%(\.\d+)?'
+let s:end = '%([A-Za-z0-9_-])@!'
+let s:dur = '\d+%(\.\d+)?%(' . s:lp_units . ')'
+execute 'syntax match lpNumber /\v' . s:num . s:end . '/'
+execute 'syntax match lpPercent /\v' . s:num . '\%/ contains=lpUnit'
+execute 'syntax match lpRate /\v' . s:num . '\/%(' . s:lp_units . ')' . s:end . '/ contains=lpUnit'
+execute 'syntax match lpDuration /\v' . s:num . '%(' . s:lp_units . ')%(%(±|\+-)' . s:dur . ')?' . s:end . '/ contains=lpUnit,lpJitter'
+execute 'syntax match lpUnit /\v%(\d|\/)@<=%(' . s:lp_units . '|\%)/ contained'
+syntax match lpJitter /±\|+-/ contained
+
+" Names after scenario / fragment / use / set
+syntax match lpScenarioName /\v%(<scenario\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
+syntax match lpFragmentName /\v%(<%(fragment|use)\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
+syntax match lpSettingName /\v%(<set\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
+
+" Blocks < ... >, and comparisons after `expect` in an assertion.
+syntax match lpBlock /[<>]/
+syntax match lpDelimiter /[;,]/
+syntax match lpComparison /\v%(<expect\s+)@<=%(\<\=|\>\=|!\=|\=|\<|\>)/
+
+syntax match lpEscape /\\./ contained
+syntax region lpString start=/"/ skip=/\\./ end=/"\|$/ oneline contains=lpEscape
+syntax match lpComment /#.*$/ contains=@Spell
+
+if s:has_sql
+  syntax region lpSqlFence matchgroup=lpFence start=/```\%(\h[[:alnum:]_+-]*\s*$\)\=/ end=/```/ keepend contains=@lpSql
+else
+  syntax region lpSqlFence matchgroup=lpFence start=/```\%(\h[[:alnum:]_+-]*\s*$\)\=/ end=/```/ keepend
+endif
+
+highlight default link lpKeyword Keyword
+highlight default link lpFault Function
+highlight default link lpFaultWord Statement
+highlight default link lpTarget Type
+highlight default link lpConsumer Constant
+highlight default link lpWorkload Constant
+highlight default link lpWorkloadParam Identifier
+highlight default link lpSetting Identifier
+highlight default link lpShorthand Statement
+highlight default link lpNumber Number
+highlight default link lpPercent Number
+highlight default link lpRate Number
+highlight default link lpDuration Number
+highlight default link lpUnit Special
+highlight default link lpJitter Operator
+highlight default link lpScenarioName Title
+highlight default link lpFragmentName Function
+highlight default link lpSettingName Identifier
+highlight default link lpBlock Delimiter
+highlight default link lpDelimiter Delimiter
+highlight default link lpComparison Operator
+highlight default link lpString String
+highlight default link lpEscape SpecialChar
+highlight default link lpComment Comment
+highlight default link lpFence Delimiter
+if !s:has_sql
+  highlight default link lpSqlFence String
+endif
+
+syntax sync fromstart
+
+let b:current_syntax = 'lossproof'
+
+let &cpo = s:cpo_save
+unlet s:cpo_save

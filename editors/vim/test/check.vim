@@ -1,0 +1,80 @@
+" Headless check of ftdetect/ and syntax/lossproof.vim, run by editors/test.sh:
+"   vim -Nu NONE -i NONE -es --cmd 'set rtp^=editors/vim' --cmd 'filetype on' \
+"       --cmd 'syntax on' -S editors/vim/test/check.vim editors/vscode/test/sample.lp
+" Writes one line per check to $LP_VIM_REPORT (or stderr) and exits non-zero if
+" any fails.
+let s:failures = 0
+let s:out = []
+
+function! s:Report(ok, what) abort
+  call add(s:out, (a:ok ? 'ok   ' : 'FAIL ') . a:what)
+  if !a:ok
+    let s:failures += 1
+  endif
+endfunction
+
+" The syntax group at the first match of a:pattern (\V, literal) after line
+" a:from, a:offset characters into the match, must match a:group (a regex).
+function! s:Expect(from, pattern, offset, group) abort
+  call cursor(a:from, 1)
+  let [lnum, col] = searchpos('\V' . a:pattern, 'cW')
+  if lnum == 0
+    call s:Report(0, printf('%-40s not found', a:pattern))
+    return
+  endif
+  let name = synIDattr(synID(lnum, col + a:offset, 1), 'name')
+  call s:Report(name =~# a:group, printf('%d:%d %-34s %s (want %s)', lnum, col + a:offset, a:pattern, name, a:group))
+endfunction
+
+call s:Report(empty(v:errmsg), 'no error while loading' . (empty(v:errmsg) ? '' : ': ' . v:errmsg))
+call s:Report(&filetype ==# 'lossproof', 'filetype is ' . &filetype)
+call s:Report(get(b:, 'current_syntax', '') ==# 'lossproof', 'b:current_syntax is ' . get(b:, 'current_syntax', ''))
+
+call s:Expect(1, '# a comment', 0, '^lpComment$')
+call s:Expect(1, 'scenario crash', 0, '^lpKeyword$')
+call s:Expect(1, 'crash', 0, '^lpScenarioName$')
+call s:Expect(1, 'workload orders', 0, '^lpKeyword$')
+call s:Expect(1, 'orders rate', 0, '^lpWorkload$')
+call s:Expect(1, 'rate 200', 0, '^lpWorkloadParam$')
+call s:Expect(1, '200/s', 0, '^lpRate$')
+call s:Expect(1, '200/s', 4, '^lpUnit$')
+call s:Expect(1, '50%', 0, '^lpPercent$')
+call s:Expect(1, 'careless,', 0, '^lpConsumer$')
+call s:Expect(1, 'consumer_batch', 0, '^lpSetting$')
+call s:Expect(1, '"stdlib/faults.lp"', 1, '^lpString$')
+call s:Expect(1, 'chaos <', 0, '^lpFragmentName$')
+call s:Expect(1, 'chaos <', 6, '^lpBlock$')
+call s:Expect(1, 'kill consumer', 0, '^lpFault$')
+call s:Expect(1, 'consumer every', 0, '^lpTarget$')
+call s:Expect(1, 'every 2s', 0, '^lpKeyword$')
+call s:Expect(1, '2s±500ms', 0, '^lpDuration$')
+call s:Expect(1, '2s±500ms', 1, '^lpUnit$')
+call s:Expect(1, '2s±500ms', 2, '^lpJitter$')
+call s:Expect(1, 'under load 30s', 11, '^lpDuration$')
+call s:Expect(1, 'every 2s;', 8, '^lpDelimiter$')
+call s:Expect(1, 'widen amount', 0, '^lpFaultWord$')
+call s:Expect(1, 'amount >', 7, '^lpBlock$')
+call s:Expect(1, 'use chaos', 4, '^lpFragmentName$')
+call s:Expect(1, 'redeliver from start', 10, '^lpFaultWord$')
+call s:Expect(1, 'drain within 60s', 6, '^lpKeyword$')
+call s:Expect(1, 'at most 100 wrong rows', 3, '^lpShorthand$')
+call s:Expect(1, 'fault fired', 0, '^lpShorthand$')
+call s:Expect(1, 'expect < 5', 7, '^lpComparison$')
+call s:Expect(1, '```sql', 0, '^lpFence$')
+" Inside the fence: Vim's SQL syntax if it is installed, else the plain region.
+let s:sql = empty(globpath(&runtimepath, 'syntax/sql.vim')) ? '^lpSqlFence$' : '^sql'
+call s:Expect(search('\V```sql', 'n'), 'select count', 0, s:sql)
+call s:Expect(search('\V```sql', 'n'), 'from diff where consumer = ''careless''', 0, s:sql)
+call s:Expect(search('\V```sql', 'n'), 'where consumer', 24, '^\%(sql.*\|lpSqlFence\)$')
+call s:Expect(search('\V```sql', 'n') + 1, '```', 0, '^lpFence$')
+call s:Expect(1, 'expect empty', 7, '^lpKeyword$')
+call s:Expect(search('\Vexpect empty', 'n') + 1, 'select *', 0, s:sql)
+
+call add(s:out, printf('vim syntax check: %d failed', s:failures))
+" $LP_VIM_REPORT: a file for the report (writing to /dev/stderr clobbers a
+" redirected log, as Vim opens it anew).
+call writefile(s:out, empty($LP_VIM_REPORT) ? '/dev/stderr' : $LP_VIM_REPORT)
+if s:failures
+  cquit!
+endif
+qall!

@@ -1,0 +1,172 @@
+//! The analysed scenario: everything the runtime needs, nothing it must
+//! re-derive. Serialisable, and independent of the seed (see `Timeline` for
+//! a seed's concrete fault times).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ast::Expectation;
+use crate::span::Span;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub scenario: String,
+    pub workload: WorkloadPlan,
+    /// Consumers under test, in the order declared.
+    pub consumers: Vec<String>,
+    /// Every stdlib setting, with the scenario's value or the default.
+    pub settings: BTreeMap<String, SettingValue>,
+    pub phases: Vec<Phase>,
+    /// Every fault statement after fragments are expanded. An action's index
+    /// is its id, and picks its own random stream: editing one action never
+    /// moves another's occurrences.
+    pub actions: Vec<PlannedAction>,
+    pub assertions: Vec<Assertion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadPlan {
+    pub name: String,
+    pub rate_per_s: f64,
+    pub connections: u64,
+    pub customers: u64,
+    /// Percent of operations per kind; adds up to 100.
+    pub mix: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Phase {
+    /// The workload runs for `duration_ms`; faults fire inside.
+    Load { duration_ms: u64, span: Span },
+    /// No workload for `duration_ms`; faults may still fire.
+    Quiet { duration_ms: u64, span: Span },
+    /// Wait until the stream is provably drained, at most `timeout_ms`;
+    /// `implicit` when lossproof added the final drain itself.
+    Drain { timeout_ms: u64, implicit: bool, span: Span },
+}
+
+impl Phase {
+    /// How long faults may be scheduled in this phase.
+    #[must_use]
+    pub fn schedulable_ms(&self) -> u64 {
+        match self {
+            Phase::Load { duration_ms, .. } | Phase::Quiet { duration_ms, .. } => *duration_ms,
+            Phase::Drain { .. } => 0,
+        }
+    }
+
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Phase::Load { duration_ms, .. } => format!("under load {}", show_ms(*duration_ms)),
+            Phase::Quiet { duration_ms, .. } => format!("quiet {}", show_ms(*duration_ms)),
+            Phase::Drain { timeout_ms, implicit, .. } => format!(
+                "drain within {}{}",
+                show_ms(*timeout_ms),
+                if *implicit { " (implicit)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// A fault statement, resolved against the vocabulary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedAction {
+    /// The stdlib's registered name (`kill`, `widen-column`, …).
+    pub fault: String,
+    /// The statement's words as written, e.g. `kill consumer careless`.
+    pub text: String,
+    pub phase: usize,
+    pub target: Option<Target>,
+    pub args: BTreeMap<String, ArgValue>,
+    /// Where in the phase it may fire: `[start, end)` in ms from the phase start.
+    pub window_ms: (u64, u64),
+    pub schedule: PlannedSchedule,
+    /// Percent chance that each occurrence really fires (None = always).
+    pub chance_percent: Option<f64>,
+    pub span: Span,
+    /// The `use` statements that brought it in from a fragment, outermost first.
+    pub used_at: Vec<Span>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum PlannedSchedule {
+    /// No schedule written: once, at a random offset within the window.
+    Once,
+    At { offset_ms: u64 },
+    Every { period_ms: u64, jitter_ms: u64 },
+    Randomly { times: u64 },
+}
+
+/// `consumer`, `consumer careless`, `broker`, …
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub component: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub consumer: Option<String>,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.component)?;
+        if let Some(consumer) = &self.consumer {
+            write!(f, " {consumer}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgValue {
+    Name(String),
+    Count(u64),
+    Percent(f64),
+    DurationMs(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingValue {
+    Count(u64),
+    DurationMs(u64),
+    Choice(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assertion {
+    pub name: String,
+    /// DataFusion SQL over `diff`, `summary`, `source_rows`, `lake_rows`, `faults`.
+    pub sql: String,
+    pub expect: Expectation,
+    pub span: Span,
+    /// Where the SQL text starts, so a planning error can point into it.
+    pub sql_span: Span,
+}
+
+/// `1m30s`-style display of a millisecond count.
+#[must_use]
+pub fn show_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0s".to_owned();
+    }
+    if ms % 1000 != 0 {
+        return if ms >= 1000 { format!("{}.{:03}s", ms / 1000, ms % 1000) } else { format!("{ms}ms") };
+    }
+    let s = ms / 1000;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}

@@ -1,0 +1,91 @@
+//! `lossproof explain FILE --seed N [--json]`
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use lossproof_lang::ast::Expectation;
+use lossproof_lang::plan::{Phase, Plan, SettingValue, show_ms};
+use lossproof_lang::render::location;
+use lossproof_lang::{Analysis, Timeline};
+
+use crate::scenario;
+
+pub fn run(file: &Path, seed: u64, json: bool) -> Result<bool, String> {
+    let analysis = scenario::analyze(file)?;
+    scenario::print_diagnostics(&analysis);
+    let Some(plan) = &analysis.plan else {
+        return Ok(false);
+    };
+    if plan.phases.is_empty() {
+        return Err(format!("`{}` has no phase to run (a file of fragments only?)", file.display()));
+    }
+    let timeline = plan.timeline(seed);
+    if json {
+        let out = serde_json::json!({ "plan": plan, "timeline": timeline });
+        println!("{}", serde_json::to_string_pretty(&out).expect("plan serialises"));
+    } else {
+        print!("{}", human(&analysis, plan, &timeline));
+    }
+    Ok(true)
+}
+
+/// The timeline as a person reads it.
+pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
+    let mut out = String::new();
+    let w = &plan.workload;
+    let mix: Vec<String> = w.mix.iter().filter(|(_, p)| **p > 0.0).map(|(op, p)| format!("{op} {p}%")).collect();
+    let _ = writeln!(out, "scenario {}  seed {}", plan.scenario, timeline.seed);
+    let _ = writeln!(
+        out,
+        "workload {}: {}/s over {} connections, {} customers; mix {}",
+        w.name, w.rate_per_s, w.connections, w.customers, mix.join(", ")
+    );
+    let _ = writeln!(out, "consumers: {}", plan.consumers.join(", "));
+    let settings: Vec<String> = plan
+        .settings
+        .iter()
+        .map(|(k, v)| match v {
+            SettingValue::Count(n) => format!("{k} {n}"),
+            SettingValue::DurationMs(ms) => format!("{k} {}", show_ms(*ms)),
+            SettingValue::Choice(c) => format!("{k} {c}"),
+        })
+        .collect();
+    let _ = writeln!(out, "settings: {}", settings.join(", "));
+    for (index, phase) in plan.phases.iter().enumerate() {
+        let _ = writeln!(out, "\nphase {}  {}", index + 1, phase.describe());
+        let fired: Vec<_> = timeline.occurrences.iter().filter(|o| o.phase == index).collect();
+        if fired.is_empty() && !matches!(phase, Phase::Drain { .. }) {
+            let _ = writeln!(out, "  (no faults)");
+        }
+        for occurrence in fired {
+            let action = &plan.actions[occurrence.action];
+            let _ = writeln!(
+                out,
+                "  {:>10}  {:<44} {}",
+                format!("+{}.{:03}s", occurrence.offset_ms / 1000, occurrence.offset_ms % 1000),
+                occurrence.text,
+                location(&analysis.sources, action.span)
+            );
+        }
+    }
+    if !plan.assertions.is_empty() {
+        let _ = writeln!(out, "\nassertions");
+        for assertion in &plan.assertions {
+            let expect = match &assertion.expect {
+                Expectation::True => String::new(),
+                Expectation::Empty => "  (expect empty)".to_owned(),
+                Expectation::Compare { op, value } => format!("  (expect {} {value})", op.as_str()),
+            };
+            let _ = writeln!(out, "  {}{expect}", assertion.name);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{} fault occurrence{} in {} phase{}",
+        timeline.occurrences.len(),
+        if timeline.occurrences.len() == 1 { "" } else { "s" },
+        plan.phases.len(),
+        if plan.phases.len() == 1 { "" } else { "s" }
+    );
+    out
+}

@@ -1,0 +1,37 @@
+//! `lossproof fmt [--check] FILE…`
+
+use std::path::PathBuf;
+
+use lossproof_lang::{Parser, format};
+
+use crate::scenario;
+
+pub fn run(files: &[PathBuf], check: bool) -> Result<bool, String> {
+    let mut ok = true;
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read `{}`: {}", file.display(), e.to_string().to_lowercase()))?;
+        let parsed = Parser::parse(&text, 0);
+        if parsed.has_errors() {
+            // A file that does not parse cannot be formatted without losing
+            // what could not be read: say why and leave it alone.
+            let analysis = scenario::analyze(file)?;
+            scenario::print_diagnostics(&analysis);
+            println!("not formatted (syntax errors)  {}", file.display());
+            ok = false;
+            continue;
+        }
+        let formatted = format(&parsed.file, &text);
+        if formatted == text {
+            continue;
+        }
+        if check {
+            println!("would reformat  {}", file.display());
+            ok = false;
+        } else {
+            std::fs::write(file, formatted).map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
+            println!("formatted  {}", file.display());
+        }
+    }
+    Ok(ok)
+}

@@ -1,0 +1,76 @@
+//! The `lossproof` binary as a user runs it.
+
+use std::process::{Command, Output};
+
+use crate::support::root;
+
+fn lossproof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run lossproof")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn check_passes_the_suite_and_fails_a_broken_file() {
+    let mut args = vec!["check"];
+    let files: Vec<String> = crate::support::lp_files("scenarios").iter().map(|p| p.display().to_string()).collect();
+    args.extend(files.iter().map(String::as_str));
+    let ok = lossproof(&args);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    let bad = lossproof(&["check", "tests/inputs/err/05-unknown-target.lp"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("lp::check::unknown-target"), "{stderr}");
+    assert!(stderr.contains("did you mean `consumer`?"), "{stderr}");
+
+    let missing = lossproof(&["check", "no/such/file.lp"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read `no/such/file.lp`"));
+}
+
+#[test]
+fn explain_is_the_same_for_a_seed_and_differs_between_seeds() {
+    let seven = lossproof(&["explain", "scenarios/crash.lp", "--seed", "7"]);
+    assert!(seven.status.success());
+    assert_eq!(stdout(&seven), stdout(&lossproof(&["explain", "scenarios/crash.lp", "--seed", "7"])));
+    assert_ne!(stdout(&seven), stdout(&lossproof(&["explain", "scenarios/crash.lp", "--seed", "8"])));
+    assert!(stdout(&seven).contains("scenario crash  seed 7"));
+    assert!(stdout(&seven).contains("kill consumer"));
+
+    let json = lossproof(&["explain", "scenarios/crash.lp", "--seed", "7", "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("explain --json prints JSON");
+    assert_eq!(value["timeline"]["seed"], 7);
+    assert_eq!(value["plan"]["scenario"], "crash");
+    assert!(value["timeline"]["occurrences"].as_array().is_some_and(|o| o.len() > 20));
+}
+
+#[test]
+fn fmt_rewrites_checks_and_refuses_broken_files() {
+    let dir = std::env::temp_dir().join(format!("lossproof-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("messy.lp");
+    let path = file.display().to_string();
+    std::fs::write(&file, "# keep me\nunder load 30s <kill consumer every 2s;alter table orders widen amount># and me\n").expect("write");
+
+    assert_eq!(lossproof(&["fmt", "--check", &path]).status.code(), Some(1));
+    assert!(lossproof(&["fmt", &path]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        "# keep me\nunder load 30s <\n  kill consumer every 2s\n  alter table orders widen amount\n> # and me\n"
+    );
+    assert!(lossproof(&["fmt", "--check", &path]).status.success());
+
+    let broken = "under load 30s < kill consumer every >\n";
+    std::fs::write(&file, broken).expect("write");
+    assert_eq!(lossproof(&["fmt", &path]).status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), broken, "a broken file is left alone");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
