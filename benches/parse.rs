@@ -47,16 +47,25 @@ fn bench(c: &mut Criterion) {
     assert!(text.lines().count() >= 10_000);
     let analyzer = Analyzer::new(&Stdlib, &NoIncludes);
     let analysis = analyzer.analyze("generated.lp", &text);
-    assert!(analysis.diagnostics.is_empty(), "the generated scenario must check clean");
+    assert!(
+        analysis.diagnostics.is_empty(),
+        "the generated scenario must check clean"
+    );
     let plan = analysis.plan.expect("plan");
     let parsed = Parser::parse(&text, 0);
 
     let mut group = c.benchmark_group("10k-line scenario");
     group.sample_size(20);
     group.bench_function("parse", |b| b.iter(|| Parser::parse(black_box(&text), 0)));
-    group.bench_function("parse+analyse", |b| b.iter(|| analyzer.analyze("generated.lp", black_box(&text))));
-    group.bench_function("format", |b| b.iter(|| format(black_box(&parsed.file), &text)));
-    group.bench_function("timeline (one seed)", |b| b.iter(|| plan.timeline(black_box(7))));
+    group.bench_function("parse+analyse", |b| {
+        b.iter(|| analyzer.analyze("generated.lp", black_box(&text)))
+    });
+    group.bench_function("format", |b| {
+        b.iter(|| format(black_box(&parsed.file), &text))
+    });
+    group.bench_function("timeline (one seed)", |b| {
+        b.iter(|| plan.timeline(black_box(7)))
+    });
     group.finish();
 }
 

@@ -14,7 +14,11 @@ pub fn run(files: &[PathBuf]) -> Result<bool, String> {
             println!("ok  {}", file.display());
         } else {
             failed += 1;
-            println!("{errors} error{}  {}", if errors == 1 { "" } else { "s" }, file.display());
+            println!(
+                "{errors} error{}  {}",
+                if errors == 1 { "" } else { "s" },
+                file.display()
+            );
         }
     }
     if files.len() > 1 {

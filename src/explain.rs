@@ -17,12 +17,18 @@ pub fn run(file: &Path, seed: u64, json: bool) -> Result<bool, String> {
         return Ok(false);
     };
     if plan.phases.is_empty() {
-        return Err(format!("`{}` has no phase to run (a file of fragments only?)", file.display()));
+        return Err(format!(
+            "`{}` has no phase to run (a file of fragments only?)",
+            file.display()
+        ));
     }
     let timeline = plan.timeline(seed);
     if json {
         let out = serde_json::json!({ "plan": plan, "timeline": timeline });
-        println!("{}", serde_json::to_string_pretty(&out).expect("plan serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("plan serialises")
+        );
     } else {
         print!("{}", human(&analysis, plan, &timeline));
     }
@@ -33,12 +39,21 @@ pub fn run(file: &Path, seed: u64, json: bool) -> Result<bool, String> {
 pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
     let mut out = String::new();
     let w = &plan.workload;
-    let mix: Vec<String> = w.mix.iter().filter(|(_, p)| **p > 0.0).map(|(op, p)| format!("{op} {p}%")).collect();
+    let mix: Vec<String> = w
+        .mix
+        .iter()
+        .filter(|(_, p)| **p > 0.0)
+        .map(|(op, p)| format!("{op} {p}%"))
+        .collect();
     let _ = writeln!(out, "scenario {}  seed {}", plan.scenario, timeline.seed);
     let _ = writeln!(
         out,
         "workload {}: {}/s over {} connections, {} customers; mix {}",
-        w.name, w.rate_per_s, w.connections, w.customers, mix.join(", ")
+        w.name,
+        w.rate_per_s,
+        w.connections,
+        w.customers,
+        mix.join(", ")
     );
     let _ = writeln!(out, "consumers: {}", plan.consumers.join(", "));
     let settings: Vec<String> = plan
@@ -53,7 +68,11 @@ pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
     let _ = writeln!(out, "settings: {}", settings.join(", "));
     for (index, phase) in plan.phases.iter().enumerate() {
         let _ = writeln!(out, "\nphase {}  {}", index + 1, phase.describe());
-        let fired: Vec<_> = timeline.occurrences.iter().filter(|o| o.phase == index).collect();
+        let fired: Vec<_> = timeline
+            .occurrences
+            .iter()
+            .filter(|o| o.phase == index)
+            .collect();
         if fired.is_empty() && !matches!(phase, Phase::Drain { .. }) {
             let _ = writeln!(out, "  (no faults)");
         }
@@ -62,7 +81,11 @@ pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
             let _ = writeln!(
                 out,
                 "  {:>10}  {:<44} {}",
-                format!("+{}.{:03}s", occurrence.offset_ms / 1000, occurrence.offset_ms % 1000),
+                format!(
+                    "+{}.{:03}s",
+                    occurrence.offset_ms / 1000,
+                    occurrence.offset_ms % 1000
+                ),
                 occurrence.text,
                 location(&analysis.sources, action.span)
             );
@@ -83,7 +106,11 @@ pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
         out,
         "\n{} fault occurrence{} in {} phase{}",
         timeline.occurrences.len(),
-        if timeline.occurrences.len() == 1 { "" } else { "s" },
+        if timeline.occurrences.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
         plan.phases.len(),
         if plan.phases.len() == 1 { "" } else { "s" }
     );

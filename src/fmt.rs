@@ -9,8 +9,13 @@ use crate::scenario;
 pub fn run(files: &[PathBuf], check: bool) -> Result<bool, String> {
     let mut ok = true;
     for file in files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read `{}`: {}", file.display(), e.to_string().to_lowercase()))?;
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            format!(
+                "cannot read `{}`: {}",
+                file.display(),
+                e.to_string().to_lowercase()
+            )
+        })?;
         let parsed = Parser::parse(&text, 0);
         if parsed.has_errors() {
             // A file that does not parse cannot be formatted without losing
@@ -29,7 +34,8 @@ pub fn run(files: &[PathBuf], check: bool) -> Result<bool, String> {
             println!("would reformat  {}", file.display());
             ok = false;
         } else {
-            std::fs::write(file, formatted).map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
+            std::fs::write(file, formatted)
+                .map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
             println!("formatted  {}", file.display());
         }
     }

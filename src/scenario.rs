@@ -10,8 +10,13 @@ use lossproof_stdlib::Stdlib;
 
 /// Read and analyse a scenario file.
 pub fn analyze(path: &Path) -> Result<Analysis, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {}", path.display(), e.to_string().to_lowercase()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "cannot read `{}`: {}",
+            path.display(),
+            e.to_string().to_lowercase()
+        )
+    })?;
     Ok(Analyzer::new(&Stdlib, &FsLoader).analyze(&path.display().to_string(), &text))
 }
 
@@ -23,5 +28,12 @@ pub fn print_diagnostics(analysis: &Analysis) {
     let stderr = std::io::stderr();
     let color = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let width = if color { 120 } else { Style::PLAIN.width };
-    eprint!("{}", render(&analysis.sources, &analysis.diagnostics, Style { color, width }));
+    eprint!(
+        "{}",
+        render(
+            &analysis.sources,
+            &analysis.diagnostics,
+            Style { color, width }
+        )
+    );
 }

@@ -20,10 +20,17 @@ fn stdout(output: &Output) -> String {
 #[test]
 fn check_passes_the_suite_and_fails_a_broken_file() {
     let mut args = vec!["check"];
-    let files: Vec<String> = crate::support::lp_files("scenarios").iter().map(|p| p.display().to_string()).collect();
+    let files: Vec<String> = crate::support::lp_files("scenarios")
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     args.extend(files.iter().map(String::as_str));
     let ok = lossproof(&args);
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 
     let bad = lossproof(&["check", "tests/inputs/err/05-unknown-target.lp"]);
     assert_eq!(bad.status.code(), Some(1));
@@ -40,16 +47,37 @@ fn check_passes_the_suite_and_fails_a_broken_file() {
 fn explain_is_the_same_for_a_seed_and_differs_between_seeds() {
     let seven = lossproof(&["explain", "scenarios/crash.lp", "--seed", "7"]);
     assert!(seven.status.success());
-    assert_eq!(stdout(&seven), stdout(&lossproof(&["explain", "scenarios/crash.lp", "--seed", "7"])));
-    assert_ne!(stdout(&seven), stdout(&lossproof(&["explain", "scenarios/crash.lp", "--seed", "8"])));
+    assert_eq!(
+        stdout(&seven),
+        stdout(&lossproof(&[
+            "explain",
+            "scenarios/crash.lp",
+            "--seed",
+            "7"
+        ]))
+    );
+    assert_ne!(
+        stdout(&seven),
+        stdout(&lossproof(&[
+            "explain",
+            "scenarios/crash.lp",
+            "--seed",
+            "8"
+        ]))
+    );
     assert!(stdout(&seven).contains("scenario crash  seed 7"));
     assert!(stdout(&seven).contains("kill consumer"));
 
     let json = lossproof(&["explain", "scenarios/crash.lp", "--seed", "7", "--json"]);
-    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("explain --json prints JSON");
+    let value: serde_json::Value =
+        serde_json::from_slice(&json.stdout).expect("explain --json prints JSON");
     assert_eq!(value["timeline"]["seed"], 7);
     assert_eq!(value["plan"]["scenario"], "crash");
-    assert!(value["timeline"]["occurrences"].as_array().is_some_and(|o| o.len() > 20));
+    assert!(
+        value["timeline"]["occurrences"]
+            .as_array()
+            .is_some_and(|o| o.len() > 20)
+    );
 }
 
 #[test]
@@ -71,6 +99,10 @@ fn fmt_rewrites_checks_and_refuses_broken_files() {
     let broken = "under load 30s < kill consumer every >\n";
     std::fs::write(&file, broken).expect("write");
     assert_eq!(lossproof(&["fmt", &path]).status.code(), Some(1));
-    assert_eq!(std::fs::read_to_string(&file).expect("read"), broken, "a broken file is left alone");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        broken,
+        "a broken file is left alone"
+    );
     std::fs::remove_dir_all(&dir).expect("clean up");
 }

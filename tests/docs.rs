@@ -8,9 +8,13 @@ use crate::support::root;
 
 #[test]
 fn every_diagnostic_code_is_documented() {
-    let doc = std::fs::read_to_string(root().join("docs/diagnostics.md")).expect("docs/diagnostics.md");
+    let doc =
+        std::fs::read_to_string(root().join("docs/diagnostics.md")).expect("docs/diagnostics.md");
     for code in Code::ALL {
-        assert!(doc.contains(&format!("## `{}`", code.as_str())), "docs/diagnostics.md lacks `{code}`");
+        assert!(
+            doc.contains(&format!("## `{}`", code.as_str())),
+            "docs/diagnostics.md lacks `{code}`"
+        );
     }
 }
 

@@ -22,7 +22,9 @@ fn valid_inputs_snapshot_plan_and_timeline() {
             render(&analysis.sources, &analysis.diagnostics, Style::PLAIN)
         );
         let plan = analysis.plan.expect("a plan without errors");
-        insta::assert_yaml_snapshot!(serde_json::json!({ "plan": plan, "timeline": plan.timeline(7) }));
+        insta::assert_yaml_snapshot!(
+            serde_json::json!({ "plan": plan, "timeline": plan.timeline(7) })
+        );
     });
 }
 
@@ -34,14 +36,22 @@ fn invalid_inputs_snapshot_diagnostics() {
         let analysis = analyze(path);
         assert!(analysis.has_errors(), "{} should not check", path.display());
         assert!(analysis.plan.is_none());
-        insta::assert_snapshot!(render(&analysis.sources, &analysis.diagnostics, Style::PLAIN));
+        insta::assert_snapshot!(render(
+            &analysis.sources,
+            &analysis.diagnostics,
+            Style::PLAIN
+        ));
     });
 }
 
 #[test]
 fn every_invalid_input_reports_every_problem_in_one_pass() {
     let analysis = analyze(&crate::support::root().join("tests/inputs/err/39-many-errors.lp"));
-    let codes: Vec<&str> = analysis.diagnostics.iter().map(|d| d.code.as_str()).collect();
+    let codes: Vec<&str> = analysis
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str())
+        .collect();
     assert_eq!(
         codes,
         [
@@ -58,8 +68,21 @@ fn every_invalid_input_reports_every_problem_in_one_pass() {
 #[test]
 fn scenarios_check_clean() {
     let files = lp_files("scenarios");
-    for required in ["crash", "redeliver", "widen", "compaction-race", "recreate-connector", "junk", "duplicates"] {
-        assert!(files.iter().any(|f| f.file_stem().is_some_and(|s| s == required)), "scenarios/{required}.lp is missing");
+    for required in [
+        "crash",
+        "redeliver",
+        "widen",
+        "compaction-race",
+        "recreate-connector",
+        "junk",
+        "duplicates",
+    ] {
+        assert!(
+            files
+                .iter()
+                .any(|f| f.file_stem().is_some_and(|s| s == required)),
+            "scenarios/{required}.lp is missing"
+        );
     }
     for file in files {
         let analysis = analyze(&file);
@@ -81,23 +104,46 @@ fn formatting_is_idempotent_and_the_suite_is_formatted() {
         let text = std::fs::read_to_string(&file).expect("read");
         let once = format(&Parser::parse(&text, 0).file, &text);
         let reparsed = Parser::parse(&once, 0);
-        assert!(!reparsed.has_errors(), "formatted {} does not parse:\n{once}", file.display());
+        assert!(
+            !reparsed.has_errors(),
+            "formatted {} does not parse:\n{once}",
+            file.display()
+        );
         let twice = format(&reparsed.file, &once);
         assert_eq!(once, twice, "formatting {} twice differs", file.display());
         if file.starts_with(crate::support::root().join("scenarios")) {
-            assert_eq!(text, once, "{} is not formatted; run `lossproof fmt`", file.display());
+            assert_eq!(
+                text,
+                once,
+                "{} is not formatted; run `lossproof fmt`",
+                file.display()
+            );
         }
         // Formatting never changes what a scenario means.
-        let before = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::FsLoader)
-            .analyze("x.lp", &text)
-            .plan
-            .map(|p| p.timeline(3));
-        let after = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::FsLoader)
-            .analyze("x.lp", &once)
-            .plan
-            .map(|p| p.timeline(3));
-        let strip = |t: Option<lossproof_lang::Timeline>| t.map(|t| t.occurrences.iter().map(|o| (o.phase, o.offset_ms, o.text.clone())).collect::<Vec<_>>());
-        assert_eq!(strip(before), strip(after), "formatting changed the timeline of {}", file.display());
+        let before =
+            lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::FsLoader)
+                .analyze("x.lp", &text)
+                .plan
+                .map(|p| p.timeline(3));
+        let after =
+            lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::FsLoader)
+                .analyze("x.lp", &once)
+                .plan
+                .map(|p| p.timeline(3));
+        let strip = |t: Option<lossproof_lang::Timeline>| {
+            t.map(|t| {
+                t.occurrences
+                    .iter()
+                    .map(|o| (o.phase, o.offset_ms, o.text.clone()))
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            strip(before),
+            strip(after),
+            "formatting changed the timeline of {}",
+            file.display()
+        );
     }
 }
 
@@ -115,16 +161,24 @@ fn formatting_keeps_comments_and_splits_statements() {
 /// scenario that asks for randomness gives different seeds different plans.
 #[test]
 fn same_seed_same_timeline_different_seed_different_timeline() {
-    let plan = analyze(&crate::support::root().join("scenarios/crash.lp")).plan.expect("plan");
+    let plan = analyze(&crate::support::root().join("scenarios/crash.lp"))
+        .plan
+        .expect("plan");
     assert_eq!(plan.timeline(7), plan.timeline(7));
     assert_ne!(plan.timeline(7).occurrences, plan.timeline(8).occurrences);
     // Without randomness, every seed gives the same offsets.
-    let fixed = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
-        .analyze("fixed.lp", "under load 10s < kill consumer every 2s >")
-        .plan
-        .expect("plan");
+    let fixed =
+        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+            .analyze("fixed.lp", "under load 10s < kill consumer every 2s >")
+            .plan
+            .expect("plan");
     assert_eq!(fixed.timeline(1).occurrences, fixed.timeline(2).occurrences);
-    let offsets: Vec<u64> = fixed.timeline(1).occurrences.iter().map(|o| o.offset_ms).collect();
+    let offsets: Vec<u64> = fixed
+        .timeline(1)
+        .occurrences
+        .iter()
+        .map(|o| o.offset_ms)
+        .collect();
     assert_eq!(offsets, [2000, 4000, 6000, 8000]);
 }
 
@@ -139,18 +193,27 @@ fn jitter_and_windows_stay_inside_their_bounds() {
         .expect("plan");
     for seed in 0..200 {
         for o in plan.timeline(seed).occurrences {
-            assert!((10_000..20_000).contains(&o.offset_ms), "seed {seed}: {o:?}");
+            assert!(
+                (10_000..20_000).contains(&o.offset_ms),
+                "seed {seed}: {o:?}"
+            );
         }
     }
 }
 
 #[test]
 fn chance_fires_about_as_often_as_asked() {
-    let plan = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
-        .analyze("chance.lp", "under load 1000s < kill consumer every 1s with chance 30% >")
-        .plan
-        .expect("plan");
-    let fired: usize = (0..20).map(|seed| plan.timeline(seed).occurrences.len()).sum();
+    let plan =
+        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+            .analyze(
+                "chance.lp",
+                "under load 1000s < kill consumer every 1s with chance 30% >",
+            )
+            .plan
+            .expect("plan");
+    let fired: usize = (0..20)
+        .map(|seed| plan.timeline(seed).occurrences.len())
+        .sum();
     // 20 seeds x 999 chances at 30%: 5994 expected; 5 sigma is about 300.
     assert!((5700..6300).contains(&fired), "fired {fired} of 19980");
 }

@@ -3,5 +3,8 @@
 mod cli;
 mod docs;
 mod language;
+mod lsp;
 mod properties;
+mod registry;
+mod stack;
 mod support;

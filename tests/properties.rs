@@ -1,7 +1,7 @@
 //! Property test: arbitrary text and mutated scenarios never panic the
 //! parser, analyser, renderer or formatter, and every diagnostic's span lies
 //! inside its source on character boundaries. Inputs come from a seeded
-//! ChaCha stream, so a failure names a reproducible case.
+//! `ChaCha` stream, so a failure names a reproducible case.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -14,11 +14,57 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use crate::support::lp_files;
 
 const TOKENS: &[&str] = &[
-    "<", ">", "<=", ";", "\n", "\r\n", " ", "\t", "\"", "```", "```sql\n", "#", "±", "+-", "%", "/s", "30s",
-    "0s", "2", "1.5", "-", "under load", "quiet", "drain within", "between", "and", "at", "every",
-    "times randomly", "with chance", "use", "fragment", "include", "assert \"a\"", "expect", "kill",
-    "consumer", "careless", "alter table orders widen amount", "é", "€", "𝄞", "\\", "scenario", "set",
-    "workload orders", "mix", "consumers", "redeliver from start", "select", "'",
+    "<",
+    ">",
+    "<=",
+    ";",
+    "\n",
+    "\r\n",
+    " ",
+    "\t",
+    "\"",
+    "```",
+    "```sql\n",
+    "#",
+    "±",
+    "+-",
+    "%",
+    "/s",
+    "30s",
+    "0s",
+    "2",
+    "1.5",
+    "-",
+    "under load",
+    "quiet",
+    "drain within",
+    "between",
+    "and",
+    "at",
+    "every",
+    "times randomly",
+    "with chance",
+    "use",
+    "fragment",
+    "include",
+    "assert \"a\"",
+    "expect",
+    "kill",
+    "consumer",
+    "careless",
+    "alter table orders widen amount",
+    "é",
+    "€",
+    "𝄞",
+    "\\",
+    "scenario",
+    "set",
+    "workload orders",
+    "mix",
+    "consumers",
+    "redeliver from start",
+    "select",
+    "'",
 ];
 
 fn below(rng: &mut ChaCha8Rng, n: usize) -> usize {
@@ -30,11 +76,23 @@ fn check_invariants(text: &str, case: &str) {
         let analysis: Analysis = Analyzer::new(&Stdlib, &NoIncludes).analyze("fuzz.lp", text);
         for d in &analysis.diagnostics {
             let source = &analysis.sources[d.span.source].text;
-            assert!(d.span.start <= d.span.end && d.span.end <= source.len(), "span {:?} outside input", d.span);
-            assert!(source.is_char_boundary(d.span.start) && source.is_char_boundary(d.span.end), "span {:?} splits a character", d.span);
+            assert!(
+                d.span.start <= d.span.end && d.span.end <= source.len(),
+                "span {:?} outside input",
+                d.span
+            );
+            assert!(
+                source.is_char_boundary(d.span.start) && source.is_char_boundary(d.span.end),
+                "span {:?} splits a character",
+                d.span
+            );
             for (span, _) in &d.related {
                 let source = &analysis.sources[span.source].text;
-                assert!(span.end <= source.len() && source.is_char_boundary(span.start) && source.is_char_boundary(span.end));
+                assert!(
+                    span.end <= source.len()
+                        && source.is_char_boundary(span.start)
+                        && source.is_char_boundary(span.end)
+                );
             }
         }
         assert_eq!(analysis.plan.is_some(), !analysis.has_errors());
@@ -46,13 +104,18 @@ fn check_invariants(text: &str, case: &str) {
         if !parsed.has_errors() {
             let once = format(&parsed.file, text);
             let again = Parser::parse(&once, 0);
-            assert!(!again.has_errors(), "formatted text does not parse:\n{once}");
-            assert_eq!(format(&again.file, &once), once, "formatting is not idempotent");
+            assert!(
+                !again.has_errors(),
+                "formatted text does not parse:\n{once}"
+            );
+            assert_eq!(
+                format(&again.file, &once),
+                once,
+                "formatting is not idempotent"
+            );
         }
     }));
-    if outcome.is_err() {
-        panic!("{case} failed on input {text:?}");
-    }
+    assert!(outcome.is_ok(), "{case} failed on input {text:?}");
 }
 
 #[test]
@@ -61,8 +124,13 @@ fn arbitrary_bytes_never_panic() {
     for case in 0..1500 {
         let len = below(&mut rng, 200);
         let bytes: Vec<u8> = (0..len).map(|_| (rng.next_u64() & 0xff) as u8).collect();
-        check_invariants(&String::from_utf8_lossy(&bytes), &format!("bytes case {case}"));
-        let tokens: String = (0..below(&mut rng, 40)).map(|_| TOKENS[below(&mut rng, TOKENS.len())]).collect();
+        check_invariants(
+            &String::from_utf8_lossy(&bytes),
+            &format!("bytes case {case}"),
+        );
+        let tokens: String = (0..below(&mut rng, 40))
+            .map(|_| TOKENS[below(&mut rng, TOKENS.len())])
+            .collect();
         check_invariants(&tokens, &format!("token soup case {case}"));
     }
 }
@@ -71,7 +139,11 @@ fn arbitrary_bytes_never_panic() {
 fn mutated_scenarios_never_panic() {
     let mut corpus: Vec<String> = Vec::new();
     for dir in ["scenarios", "tests/inputs/ok", "tests/inputs/err"] {
-        corpus.extend(lp_files(dir).iter().map(|f| std::fs::read_to_string(f).expect("read")));
+        corpus.extend(
+            lp_files(dir)
+                .iter()
+                .map(|f| std::fs::read_to_string(f).expect("read")),
+        );
     }
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for case in 0..3000 {

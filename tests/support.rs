@@ -13,8 +13,13 @@ pub fn root() -> PathBuf {
 /// Analyse a file, naming it by its path relative to the root so rendered
 /// diagnostics are the same on every machine.
 pub fn analyze(path: &Path) -> Analysis {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let name = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let name = path
+        .strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string();
     Analyzer::new(&Stdlib, &FsLoader).analyze(&name, &text)
 }
 

@@ -34,8 +34,17 @@ pub const DEFAULT_DRAIN_MS: u64 = 120_000;
 
 /// Keywords that may start a top-level item, for "did you mean".
 pub const TOP_KEYWORDS: &[&str] = &[
-    "scenario", "workload", "consumers", "set", "include", "fragment", "under", "quiet", "drain",
-    "expect", "assert",
+    "scenario",
+    "workload",
+    "consumers",
+    "set",
+    "include",
+    "fragment",
+    "under",
+    "quiet",
+    "drain",
+    "expect",
+    "assert",
 ];
 
 /// One loaded file.
@@ -93,14 +102,23 @@ struct Run<'a, 'b> {
 impl<'a> Analyzer<'a> {
     #[must_use]
     pub fn new(vocab: &'a dyn Vocabulary, loader: &'a dyn Loader) -> Self {
-        let faults = vocab.faults().iter().map(|f| (f.name, compile_pattern(f.pattern))).collect();
+        let faults = vocab
+            .faults()
+            .iter()
+            .map(|f| (f.name, compile_pattern(f.pattern)))
+            .collect();
         let shorthands = vocab
             .shorthands()
             .iter()
             .enumerate()
             .map(|(i, s)| (i, compile_pattern(s.pattern)))
             .collect();
-        Self { vocab, loader, faults, shorthands }
+        Self {
+            vocab,
+            loader,
+            faults,
+            shorthands,
+        }
     }
 
     /// Analyse `text`, the contents of the file called `name`.
@@ -112,10 +130,17 @@ impl<'a> Analyzer<'a> {
         let parsed = Parser::parse(text, 0);
         let mut run = Run {
             analyzer: self,
-            sources: vec![Source { name: name.to_owned(), text: text.to_owned() }],
+            sources: vec![Source {
+                name: name.to_owned(),
+                text: text.to_owned(),
+            }],
             diagnostics: parsed.diagnostics,
             fragments: HashMap::new(),
-            workload: self.vocab.workloads().first().expect("the stdlib declares a workload"),
+            workload: self
+                .vocab
+                .workloads()
+                .first()
+                .expect("the stdlib declares a workload"),
             consumers: Vec::new(),
             actions: Vec::new(),
             expanding: Vec::new(),
@@ -124,8 +149,17 @@ impl<'a> Analyzer<'a> {
         let mut diagnostics = run.diagnostics;
         dedup(&mut diagnostics);
         diagnostics.sort_by_key(|d| (d.span.source, d.span.start));
-        let plan = if diagnostics.iter().any(Diagnostic::is_error) { None } else { Some(plan) };
-        Analysis { sources: run.sources, file: parsed.file, plan, diagnostics }
+        let plan = if diagnostics.iter().any(Diagnostic::is_error) {
+            None
+        } else {
+            Some(plan)
+        };
+        Analysis {
+            sources: run.sources,
+            file: parsed.file,
+            plan,
+            diagnostics,
+        }
     }
 }
 
@@ -142,6 +176,9 @@ impl<'a> Run<'a, '_> {
         result.map_err(|d| self.error(d)).ok()
     }
 
+    // One pass per concern, each a flat match over item kinds: splitting it
+    // would only scatter the order of checks.
+    #[allow(clippy::too_many_lines)]
     fn plan(&mut self, file: &File, name: &str) -> Plan {
         // Pass 1: declarations, wherever they are in the file.
         let mut scenario: Option<Spanned<String>> = None;
@@ -175,7 +212,11 @@ impl<'a> Run<'a, '_> {
                 }
                 Item::Set { name, value, span } => {
                     if let Some((_, first)) = settings.get(&name.value) {
-                        self.error(duplicate(&format!("setting `{}`", name.value), *span, *first));
+                        self.error(duplicate(
+                            &format!("setting `{}`", name.value),
+                            *span,
+                            *first,
+                        ));
                     } else if let Some(v) = self.setting(name, value, *span) {
                         settings.insert(name.value.clone(), (v, *span));
                     }
@@ -186,7 +227,12 @@ impl<'a> Run<'a, '_> {
             }
         }
         if consumers_span.is_none() {
-            self.consumers = self.vocab().consumers().iter().map(|c| c.name.to_owned()).collect();
+            self.consumers = self
+                .vocab()
+                .consumers()
+                .iter()
+                .map(|c| c.name.to_owned())
+                .collect();
         }
         let workload = workload.unwrap_or_else(|| defaults(self.workload));
         self.check_fragments();
@@ -196,21 +242,49 @@ impl<'a> Run<'a, '_> {
         let mut assertions: Vec<Assertion> = Vec::new();
         for item in &file.items {
             match item {
-                Item::Load { duration, body, span } => {
+                Item::Load {
+                    duration,
+                    body,
+                    span,
+                } => {
                     let ms = self.phase_length(duration);
-                    phases.push(Phase::Load { duration_ms: ms.unwrap_or(0), span: *span });
-                    self.statements(&body.statements, phases.len() - 1, (0, ms.unwrap_or(UNKNOWN_MS)), &[]);
+                    phases.push(Phase::Load {
+                        duration_ms: ms.unwrap_or(0),
+                        span: *span,
+                    });
+                    self.statements(
+                        &body.statements,
+                        phases.len() - 1,
+                        (0, ms.unwrap_or(UNKNOWN_MS)),
+                        &[],
+                    );
                 }
-                Item::Quiet { duration, body, span } => {
+                Item::Quiet {
+                    duration,
+                    body,
+                    span,
+                } => {
                     let ms = self.phase_length(duration);
-                    phases.push(Phase::Quiet { duration_ms: ms.unwrap_or(0), span: *span });
+                    phases.push(Phase::Quiet {
+                        duration_ms: ms.unwrap_or(0),
+                        span: *span,
+                    });
                     if let Some(body) = body {
-                        self.statements(&body.statements, phases.len() - 1, (0, ms.unwrap_or(UNKNOWN_MS)), &[]);
+                        self.statements(
+                            &body.statements,
+                            phases.len() - 1,
+                            (0, ms.unwrap_or(UNKNOWN_MS)),
+                            &[],
+                        );
                     }
                 }
                 Item::Drain { timeout, span } => {
                     let ms = self.phase_length(timeout);
-                    phases.push(Phase::Drain { timeout_ms: ms.unwrap_or(0), implicit: false, span: *span });
+                    phases.push(Phase::Drain {
+                        timeout_ms: ms.unwrap_or(0),
+                        implicit: false,
+                        span: *span,
+                    });
                 }
                 Item::Expect { words, span } => {
                     if let Some(a) = self.shorthand(words, *span) {
@@ -229,10 +303,15 @@ impl<'a> Run<'a, '_> {
         if phases.is_empty()
             && let Some(header) = &scenario
         {
-            self.error(Code::NoPhases
-                .at(header.span, format!("scenario `{}` has no phase to run", header.value))
-                .label("nothing to run")
-                .help("add a phase, e.g. `under load 30s < kill consumer every 2s >`"));
+            self.error(
+                Code::NoPhases
+                    .at(
+                        header.span,
+                        format!("scenario `{}` has no phase to run", header.value),
+                    )
+                    .label("nothing to run")
+                    .help("add a phase, e.g. `under load 30s < kill consumer every 2s >`"),
+            );
         }
         if !phases.is_empty() && !matches!(phases.last(), Some(Phase::Drain { .. })) {
             let end = file.items.last().map_or(0, |i| i.span().end);
@@ -247,7 +326,9 @@ impl<'a> Run<'a, '_> {
             .settings()
             .iter()
             .map(|s| {
-                let value = settings.remove(s.name).map_or_else(|| default_setting(s), |(v, _)| v);
+                let value = settings
+                    .remove(s.name)
+                    .map_or_else(|| default_setting(s), |(v, _)| v);
                 (s.name.to_owned(), value)
             })
             .collect();
@@ -264,14 +345,17 @@ impl<'a> Run<'a, '_> {
 
     // ------------------------------------------------------------ header
 
+    #[allow(clippy::too_many_lines)] // one arm per workload parameter
     fn workload(&mut self, name: &Spanned<String>, params: &[Word]) -> Option<WorkloadPlan> {
         let workloads = self.vocab().workloads();
         let Some(sig) = workloads.iter().find(|w| w.name == name.value) else {
             let names: Vec<&str> = workloads.iter().map(|w| w.name).collect();
-            self.error(Code::UnknownWorkload
-                .at(name.span, format!("unknown workload `{}`", name.value))
-                .label("not a workload")
-                .help(help_for(&name.value, &names, "workloads are")));
+            self.error(
+                Code::UnknownWorkload
+                    .at(name.span, format!("unknown workload `{}`", name.value))
+                    .label("not a workload")
+                    .help(help_for(&name.value, &names, "workloads are")),
+            );
             return None;
         };
         self.workload = sig;
@@ -283,14 +367,23 @@ impl<'a> Run<'a, '_> {
             let word = &params[i];
             i += 1;
             let Some(param) = word.as_ident() else {
-                self.error(Code::WorkloadParam
-                    .at(word.span(), format!("expected a parameter name, found `{}`", word.text()))
-                    .label("not a parameter")
-                    .help("parameters are `rate`, `connections`, `customers` and `mix`"));
+                self.error(
+                    Code::WorkloadParam
+                        .at(
+                            word.span(),
+                            format!("expected a parameter name, found `{}`", word.text()),
+                        )
+                        .label("not a parameter")
+                        .help("parameters are `rate`, `connections`, `customers` and `mix`"),
+                );
                 continue;
             };
             if let Some(first) = seen.insert(param, word.span()) {
-                self.error(duplicate(&format!("workload parameter `{param}`"), word.span(), first));
+                self.error(duplicate(
+                    &format!("workload parameter `{param}`"),
+                    word.span(),
+                    first,
+                ));
             }
             let value = params.get(i);
             match param {
@@ -306,7 +399,11 @@ impl<'a> Run<'a, '_> {
                                 if r > 0.0 {
                                     plan.rate_per_s = r;
                                 } else {
-                                    self.error(Code::BadNumber.at(q.span, "a rate of 0 writes nothing").label("zero"));
+                                    self.error(
+                                        Code::BadNumber
+                                            .at(q.span, "a rate of 0 writes nothing")
+                                            .label("zero"),
+                                    );
                                 }
                             }
                         }
@@ -326,15 +423,31 @@ impl<'a> Run<'a, '_> {
                     let start = word.span();
                     let mut shares = BTreeMap::new();
                     let mut end = start;
-                    while let (Some(Word::Ident(op)), Some(share)) = (params.get(i), params.get(i + 1)) {
+                    while let (Some(Word::Ident(op)), Some(share)) =
+                        (params.get(i), params.get(i + 1))
+                    {
                         if !sig.operations.contains(&op.value.as_str()) {
-                            if ["rate", "connections", "customers", "mix"].contains(&op.value.as_str()) {
+                            if ["rate", "connections", "customers", "mix"]
+                                .contains(&op.value.as_str())
+                            {
                                 break;
                             }
-                            self.error(Code::WorkloadParam
-                                .at(op.span, format!("workload `{}` has no operation `{}`", sig.name, op.value))
-                                .label("unknown operation")
-                                .help(help_for(&op.value, sig.operations, "its operations are")));
+                            self.error(
+                                Code::WorkloadParam
+                                    .at(
+                                        op.span,
+                                        format!(
+                                            "workload `{}` has no operation `{}`",
+                                            sig.name, op.value
+                                        ),
+                                    )
+                                    .label("unknown operation")
+                                    .help(help_for(
+                                        &op.value,
+                                        sig.operations,
+                                        "its operations are",
+                                    )),
+                            );
                         }
                         i += 2;
                         end = share.span();
@@ -347,30 +460,47 @@ impl<'a> Run<'a, '_> {
                         }
                     }
                     if shares.is_empty() && end == start {
-                        self.error(Code::WorkloadParam
-                            .at(start, "`mix` needs operations with shares")
-                            .label("empty mix")
-                            .help(format!("e.g. `mix {}`", example_mix(sig))));
+                        self.error(
+                            Code::WorkloadParam
+                                .at(start, "`mix` needs operations with shares")
+                                .label("empty mix")
+                                .help(format!("e.g. `mix {}`", example_mix(sig))),
+                        );
                     }
                     mix = Some((shares, start.to(end)));
                 }
                 other => {
-                    self.error(Code::WorkloadParam
-                        .at(word.span(), format!("workload `{}` has no parameter `{other}`", sig.name))
-                        .label("unknown parameter")
-                        .help(help_for(other, &["rate", "connections", "customers", "mix"], "parameters are")));
+                    self.error(
+                        Code::WorkloadParam
+                            .at(
+                                word.span(),
+                                format!("workload `{}` has no parameter `{other}`", sig.name),
+                            )
+                            .label("unknown parameter")
+                            .help(help_for(
+                                other,
+                                &["rate", "connections", "customers", "mix"],
+                                "parameters are",
+                            )),
+                    );
                 }
             }
         }
         if let Some((shares, span)) = mix {
             let total: f64 = shares.values().sum();
             if (total - 100.0).abs() > 1e-9 && !shares.is_empty() {
-                self.error(Code::MixTotal
-                    .at(span, format!("the mix adds up to {total}%, not 100%"))
-                    .label(format!("{total}% in all"))
-                    .help("make the shares add up to 100%; operations left out get 0%"));
+                self.error(
+                    Code::MixTotal
+                        .at(span, format!("the mix adds up to {total}%, not 100%"))
+                        .label(format!("{total}% in all"))
+                        .help("make the shares add up to 100%; operations left out get 0%"),
+                );
             }
-            plan.mix = sig.operations.iter().map(|op| ((*op).to_owned(), shares.get(*op).copied().unwrap_or(0.0))).collect();
+            plan.mix = sig
+                .operations
+                .iter()
+                .map(|op| ((*op).to_owned(), shares.get(*op).copied().unwrap_or(0.0)))
+                .collect();
         }
         Some(plan)
     }
@@ -380,9 +510,11 @@ impl<'a> Run<'a, '_> {
         if (min..=max).contains(&n) {
             Some(n)
         } else {
-            self.error(Code::BadNumber
-                .at(q.span, format!("`{n}` is out of range"))
-                .label(format!("must be between {min} and {max}")));
+            self.error(
+                Code::BadNumber
+                    .at(q.span, format!("`{n}` is out of range"))
+                    .label(format!("must be between {min} and {max}")),
+            );
             None
         }
     }
@@ -392,26 +524,39 @@ impl<'a> Run<'a, '_> {
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for name in names {
             if let Some(first) = seen.insert(&name.value, name.span) {
-                self.error(duplicate(&format!("consumer `{}`", name.value), name.span, first));
+                self.error(duplicate(
+                    &format!("consumer `{}`", name.value),
+                    name.span,
+                    first,
+                ));
             } else if known.contains(&name.value.as_str()) {
                 self.consumers.push(name.value.clone());
             } else {
-                self.error(Code::UnknownConsumer
-                    .at(name.span, format!("unknown consumer `{}`", name.value))
-                    .label("not a consumer")
-                    .help(help_for(&name.value, &known, "consumers are")));
+                self.error(
+                    Code::UnknownConsumer
+                        .at(name.span, format!("unknown consumer `{}`", name.value))
+                        .label("not a consumer")
+                        .help(help_for(&name.value, &known, "consumers are")),
+                );
             }
         }
     }
 
-    fn setting(&mut self, name: &Spanned<String>, value: &[Word], span: Span) -> Option<SettingValue> {
+    fn setting(
+        &mut self,
+        name: &Spanned<String>,
+        value: &[Word],
+        span: Span,
+    ) -> Option<SettingValue> {
         let settings = self.vocab().settings();
         let Some(sig) = settings.iter().find(|s| s.name == name.value) else {
             let names: Vec<&str> = settings.iter().map(|s| s.name).collect();
-            self.error(Code::UnknownSetting
-                .at(name.span, format!("unknown setting `{}`", name.value))
-                .label("not a setting")
-                .help(help_for(&name.value, &names, "settings are")));
+            self.error(
+                Code::UnknownSetting
+                    .at(name.span, format!("unknown setting `{}`", name.value))
+                    .label("not a setting")
+                    .help(help_for(&name.value, &names, "settings are")),
+            );
             return None;
         };
         let expected = match sig.kind {
@@ -420,31 +565,42 @@ impl<'a> Run<'a, '_> {
             SettingKind::Choice(choices) => format!("one of {}", list(choices)),
         };
         let [word] = value else {
-            self.error(Code::SettingValue
-                .at(span, format!("`set {}` takes one value: {expected}", sig.name))
-                .label("one value expected")
-                .help(format!("e.g. `set {} {}`", sig.name, sig.default)));
+            self.error(
+                Code::SettingValue
+                    .at(
+                        span,
+                        format!("`set {}` takes one value: {expected}", sig.name),
+                    )
+                    .label("one value expected")
+                    .help(format!("e.g. `set {} {}`", sig.name, sig.default)),
+            );
             return None;
         };
         match (sig.kind, word) {
             (SettingKind::Count { min, max }, Word::Quantity(q)) => {
                 self.bounded_count(q, min, max).map(SettingValue::Count)
             }
-            (SettingKind::Duration, Word::Quantity(q)) => {
-                self.report(units::duration_ms(q)).map(SettingValue::DurationMs)
-            }
-            (SettingKind::Choice(choices), Word::Ident(choice)) if choices.contains(&choice.value.as_str()) => {
+            (SettingKind::Duration, Word::Quantity(q)) => self
+                .report(units::duration_ms(q))
+                .map(SettingValue::DurationMs),
+            (SettingKind::Choice(choices), Word::Ident(choice))
+                if choices.contains(&choice.value.as_str()) =>
+            {
                 Some(SettingValue::Choice(choice.value.clone()))
             }
             _ => {
                 let help = match (sig.kind, word) {
-                    (SettingKind::Choice(choices), Word::Ident(w)) => help_for(&w.value, choices, "choices are"),
+                    (SettingKind::Choice(choices), Word::Ident(w)) => {
+                        help_for(&w.value, choices, "choices are")
+                    }
                     _ => format!("e.g. `set {} {}`", sig.name, sig.default),
                 };
-                self.error(Code::SettingValue
-                    .at(word.span(), format!("`{}` is not {expected}", word.text()))
-                    .label(format!("expected {expected}"))
-                    .help(help));
+                self.error(
+                    Code::SettingValue
+                        .at(word.span(), format!("`{}` is not {expected}", word.text()))
+                        .label(format!("expected {expected}"))
+                        .help(help),
+                );
                 None
             }
         }
@@ -467,10 +623,12 @@ impl<'a> Run<'a, '_> {
             }
         };
         if !included.insert(name.clone()) {
-            self.error(Code::IncludeCycle
-                .at(path.span, format!("`{}` is already included", path.value))
-                .label("included again")
-                .help("remove this include: each file is read once"));
+            self.error(
+                Code::IncludeCycle
+                    .at(path.span, format!("`{}` is already included", path.value))
+                    .label("included again")
+                    .help("remove this include: each file is read once"),
+            );
             return;
         }
         let source = self.sources.len();
@@ -483,11 +641,13 @@ impl<'a> Run<'a, '_> {
                 Item::Fragment { name, body, .. } => self.fragment(name, body),
                 Item::Include { path: inner, .. } => self.include(source, inner, included),
                 Item::Comment(_) => {}
-                other => self.error(Code::IncludeContent
-                    .at(other.span(), "an included file may only define fragments")
-                    .label("not a fragment")
-                    .related(path.span, "included here")
-                    .help("move this into the scenario, or wrap it in `fragment NAME < … >`")),
+                other => self.error(
+                    Code::IncludeContent
+                        .at(other.span(), "an included file may only define fragments")
+                        .label("not a fragment")
+                        .related(path.span, "included here")
+                        .help("move this into the scenario, or wrap it in `fragment NAME < … >`"),
+                ),
             }
         }
     }
@@ -495,10 +655,20 @@ impl<'a> Run<'a, '_> {
     fn fragment(&mut self, name: &Spanned<String>, body: &Block) {
         if let Some(first) = self.fragments.get(&name.value) {
             let first = first.name_span;
-            self.error(duplicate(&format!("fragment `{}`", name.value), name.span, first));
+            self.error(duplicate(
+                &format!("fragment `{}`", name.value),
+                name.span,
+                first,
+            ));
             return;
         }
-        self.fragments.insert(name.value.clone(), Fragment { body: body.clone(), name_span: name.span });
+        self.fragments.insert(
+            name.value.clone(),
+            Fragment {
+                body: body.clone(),
+                name_span: name.span,
+            },
+        );
     }
 
     /// Check every fragment once on its own, so a fragment that is never
@@ -522,66 +692,123 @@ impl<'a> Run<'a, '_> {
     fn phase_length(&mut self, q: &Quantity) -> Option<u64> {
         let ms = self.report(units::duration_ms(q))?;
         if ms == 0 {
-            self.error(Code::ZeroDuration.at(q.span, "a phase of 0s does nothing").label("zero").help("give it a length, e.g. `30s`"));
+            self.error(
+                Code::ZeroDuration
+                    .at(q.span, "a phase of 0s does nothing")
+                    .label("zero")
+                    .help("give it a length, e.g. `30s`"),
+            );
             return None;
         }
         Some(ms)
     }
 
-    fn statements(&mut self, statements: &[Statement], phase: usize, window: (u64, u64), used_at: &[Span]) {
+    fn statements(
+        &mut self,
+        statements: &[Statement],
+        phase: usize,
+        window: (u64, u64),
+        used_at: &[Span],
+    ) {
         for statement in statements {
             match statement {
                 Statement::Comment(_) => {}
                 Statement::Action(action) => self.action(action, phase, window, used_at),
-                Statement::Window { from, to, body, span } => {
-                    let (Some(from_ms), Some(to_ms)) =
-                        (self.report(units::duration_ms(from)), self.report(units::duration_ms(to)))
-                    else {
+                Statement::Window {
+                    from,
+                    to,
+                    body,
+                    span,
+                } => {
+                    let (Some(from_ms), Some(to_ms)) = (
+                        self.report(units::duration_ms(from)),
+                        self.report(units::duration_ms(to)),
+                    ) else {
                         continue;
                     };
                     let length = window.1 - window.0;
                     if from_ms >= to_ms {
-                        self.error(Code::EmptyWindow
-                            .at(from.span.to(to.span), format!("the window {} to {} is empty", show_ms(from_ms), show_ms(to_ms)))
-                            .label("ends before it starts")
-                            .help("the second time must be later than the first"));
+                        self.error(
+                            Code::EmptyWindow
+                                .at(
+                                    from.span.to(to.span),
+                                    format!(
+                                        "the window {} to {} is empty",
+                                        show_ms(from_ms),
+                                        show_ms(to_ms)
+                                    ),
+                                )
+                                .label("ends before it starts")
+                                .help("the second time must be later than the first"),
+                        );
                     } else if to_ms > length {
                         self.error(in_use(
                             Code::AfterBlockEnd
-                                .at(to.span, format!("the window ends at {}, after its block ends ({})", show_ms(to_ms), show_ms(length)))
+                                .at(
+                                    to.span,
+                                    format!(
+                                        "the window ends at {}, after its block ends ({})",
+                                        show_ms(to_ms),
+                                        show_ms(length)
+                                    ),
+                                )
                                 .label("after the end of the block")
                                 .help(format!("end the window by {}", show_ms(length))),
                             used_at,
                         ));
                     } else {
                         let _ = span;
-                        self.statements(&body.statements, phase, (window.0 + from_ms, window.0 + to_ms), used_at);
+                        self.statements(
+                            &body.statements,
+                            phase,
+                            (window.0 + from_ms, window.0 + to_ms),
+                            used_at,
+                        );
                     }
                 }
-                Statement::Use { name, span } => self.use_fragment(name, *span, phase, window, used_at),
+                Statement::Use { name, span } => {
+                    self.use_fragment(name, *span, phase, window, used_at)
+                }
             }
         }
     }
 
-    fn use_fragment(&mut self, name: &Spanned<String>, span: Span, phase: usize, window: (u64, u64), used_at: &[Span]) {
+    fn use_fragment(
+        &mut self,
+        name: &Spanned<String>,
+        span: Span,
+        phase: usize,
+        window: (u64, u64),
+        used_at: &[Span],
+    ) {
         if self.expanding.contains(&name.value) {
-            self.error(Code::FragmentCycle
-                .at(name.span, format!("fragment `{}` uses itself", name.value))
-                .label("used inside itself")
-                .help("a fragment cannot use itself, directly or through another fragment"));
+            self.error(
+                Code::FragmentCycle
+                    .at(name.span, format!("fragment `{}` uses itself", name.value))
+                    .label("used inside itself")
+                    .help("a fragment cannot use itself, directly or through another fragment"),
+            );
             return;
         }
         let Some(fragment) = self.fragments.get(&name.value) else {
             let mut names: Vec<&str> = self.fragments.keys().map(String::as_str).collect();
             names.sort_unstable();
             let help = did_you_mean(&name.value, names.iter().copied()).map_or_else(
-                || if names.is_empty() { "define it with `fragment NAME < … >`".to_owned() } else { format!("fragments are {}", list(&names)) },
+                || {
+                    if names.is_empty() {
+                        "define it with `fragment NAME < … >`".to_owned()
+                    } else {
+                        format!("fragments are {}", list(&names))
+                    }
+                },
                 |best| format!("did you mean `{best}`?"),
             );
-            self.error(Code::UnknownFragment
-                .at(name.span, format!("no fragment named `{}`", name.value))
-                .label("unknown fragment")
-                .help(help));
+            self.error(
+                Code::UnknownFragment
+                    .at(name.span, format!("no fragment named `{}`", name.value))
+                    .label("unknown fragment")
+                    .help(help),
+            );
             return;
         };
         let body = fragment.body.clone();
@@ -594,7 +821,8 @@ impl<'a> Run<'a, '_> {
         self.statements(&body.statements, phase, window, &inner_used);
         self.expanding.pop();
         let fresh = self.diagnostics.split_off(before);
-        self.diagnostics.extend(fresh.into_iter().filter(|d| TIMING_CODES.contains(&d.code)));
+        self.diagnostics
+            .extend(fresh.into_iter().filter(|d| TIMING_CODES.contains(&d.code)));
     }
 
     fn action(&mut self, action: &ast::Action, phase: usize, window: (u64, u64), used_at: &[Span]) {
@@ -619,25 +847,39 @@ impl<'a> Run<'a, '_> {
     fn resolve_fault(&mut self, action: &ast::Action) -> Option<(&'static str, Matched)> {
         let first = action.words.first()?;
         let Some(verb) = first.as_ident() else {
-            self.error(Code::UnknownFault
-                .at(first.span(), format!("a fault starts with its name, not `{}`", first.text()))
-                .label("not a fault name")
-                .help("e.g. `kill consumer every 2s`"));
+            self.error(
+                Code::UnknownFault
+                    .at(
+                        first.span(),
+                        format!("a fault starts with its name, not `{}`", first.text()),
+                    )
+                    .label("not a fault name")
+                    .help("e.g. `kill consumer every 2s`"),
+            );
             return None;
         };
         let candidates: Vec<&(&'static str, Vec<PatternPart>)> = self
             .analyzer
             .faults
             .iter()
-            .filter(|(_, parts)| matches!(parts.first(), Some(PatternPart::Literal(w)) if *w == verb))
+            .filter(
+                |(_, parts)| matches!(parts.first(), Some(PatternPart::Literal(w)) if *w == verb),
+            )
             .collect();
         if candidates.is_empty() {
-            let mut verbs: Vec<&str> = self.vocab().faults().iter().map(|f| first_word(f.pattern)).collect();
+            let mut verbs: Vec<&str> = self
+                .vocab()
+                .faults()
+                .iter()
+                .map(|f| first_word(f.pattern))
+                .collect();
             verbs.dedup();
-            self.error(Code::UnknownFault
-                .at(first.span(), format!("unknown fault `{verb}`"))
-                .label("not a fault")
-                .help(help_for(verb, &verbs, "faults are")));
+            self.error(
+                Code::UnknownFault
+                    .at(first.span(), format!("unknown fault `{verb}`"))
+                    .label("not a fault")
+                    .help(help_for(verb, &verbs, "faults are")),
+            );
             return None;
         }
         let scope = self.scope();
@@ -655,32 +897,60 @@ impl<'a> Run<'a, '_> {
             }
             Err(failure) => {
                 let usages: Vec<String> = candidates.iter().map(|(_, p)| usage(p)).collect();
-                self.error(matcher::failure_diagnostic(Code::FaultArguments, &failure, &action.words, action.span, &usages));
+                self.error(matcher::failure_diagnostic(
+                    Code::FaultArguments,
+                    &failure,
+                    &action.words,
+                    action.span,
+                    &usages,
+                ));
                 None
             }
         }
     }
 
     fn scope(&self) -> Scope<'_> {
-        Scope { vocab: self.analyzer.vocab, workload: self.workload, consumers: &self.consumers }
+        Scope {
+            vocab: self.analyzer.vocab,
+            workload: self.workload,
+            consumers: &self.consumers,
+        }
     }
 
-    fn schedule(&mut self, action: &ast::Action, length: u64, used_at: &[Span]) -> Option<(PlannedSchedule, Option<f64>)> {
+    fn schedule(
+        &mut self,
+        action: &ast::Action,
+        length: u64,
+        used_at: &[Span],
+    ) -> Option<(PlannedSchedule, Option<f64>)> {
         let Some(schedule) = &action.schedule else {
             return Some((PlannedSchedule::Once, None));
         };
         // Against a block whose length could not be read, only the shape of
         // the schedule can be checked.
-        let length = if length >= UNKNOWN_MS { u64::MAX } else { length };
+        let length = if length >= UNKNOWN_MS {
+            u64::MAX
+        } else {
+            length
+        };
         let chance = match &schedule.chance {
             None => None,
             Some(q) => {
                 let p = self.report(units::percent(q))?;
                 if p <= 0.0 || p > 100.0 {
-                    self.error(Code::ChanceRange
-                        .at(q.span, format!("a chance of {} is not between 0% and 100%", q.text()))
-                        .label(if p <= 0.0 { "never fires" } else { "more than certain" })
-                        .help("use a chance above 0% and at most 100%"));
+                    self.error(
+                        Code::ChanceRange
+                            .at(
+                                q.span,
+                                format!("a chance of {} is not between 0% and 100%", q.text()),
+                            )
+                            .label(if p <= 0.0 {
+                                "never fires"
+                            } else {
+                                "more than certain"
+                            })
+                            .help("use a chance above 0% and at most 100%"),
+                    );
                     return None;
                 }
                 Some(p)
@@ -693,7 +963,14 @@ impl<'a> Run<'a, '_> {
                 if at >= length {
                     self.error(in_use(
                         Code::AfterBlockEnd
-                            .at(q.span, format!("`at {}` is after the end of its block ({})", q.text(), show_ms(length)))
+                            .at(
+                                q.span,
+                                format!(
+                                    "`at {}` is after the end of its block ({})",
+                                    q.text(),
+                                    show_ms(length)
+                                ),
+                            )
                             .label("after the block ends")
                             .help(format!("schedule it before {}", show_ms(length))),
                         used_at,
@@ -709,25 +986,46 @@ impl<'a> Run<'a, '_> {
                     None => 0,
                 };
                 if period_ms == 0 {
-                    self.error(Code::ZeroPeriod
-                        .at(period.span, "`every 0s` would fire without end")
-                        .label("zero period")
-                        .help("use a period above zero, e.g. `every 2s`"));
+                    self.error(
+                        Code::ZeroPeriod
+                            .at(period.span, "`every 0s` would fire without end")
+                            .label("zero period")
+                            .help("use a period above zero, e.g. `every 2s`"),
+                    );
                     return None;
                 }
                 if let Some(j) = jitter.as_ref().filter(|_| jitter_ms >= period_ms) {
-                    self.error(Code::JitterTooLarge
-                        .at(j.span, format!("jitter {} is not smaller than the period {}", j.text(), period.text()))
-                        .label("too much jitter")
-                        .help("keep the jitter below the period, e.g. `every 2s±500ms`"));
+                    self.error(
+                        Code::JitterTooLarge
+                            .at(
+                                j.span,
+                                format!(
+                                    "jitter {} is not smaller than the period {}",
+                                    j.text(),
+                                    period.text()
+                                ),
+                            )
+                            .label("too much jitter")
+                            .help("keep the jitter below the period, e.g. `every 2s±500ms`"),
+                    );
                     return None;
                 }
                 if period_ms >= length {
                     self.error(in_use(
                         Code::NeverFires
-                            .at(period.span, format!("`every {}` never fires inside a block of {}", period.text(), show_ms(length)))
+                            .at(
+                                period.span,
+                                format!(
+                                    "`every {}` never fires inside a block of {}",
+                                    period.text(),
+                                    show_ms(length)
+                                ),
+                            )
                             .label("longer than the block")
-                            .help(format!("use a period below {}, or `at` for a single occurrence", show_ms(length))),
+                            .help(format!(
+                                "use a period below {}, or `at` for a single occurrence",
+                                show_ms(length)
+                            )),
                         used_at,
                     ));
                     return None;
@@ -737,15 +1035,20 @@ impl<'a> Run<'a, '_> {
                     self.error(too_many(period.span, count, used_at));
                     return None;
                 }
-                PlannedSchedule::Every { period_ms, jitter_ms }
+                PlannedSchedule::Every {
+                    period_ms,
+                    jitter_ms,
+                }
             }
             Some(Timing::Randomly { times }) => {
                 let n = self.report(units::count(times))?;
                 if n == 0 {
-                    self.error(Code::NeverFires
-                        .at(times.span, "`0 times randomly` never fires")
-                        .label("zero times")
-                        .help("fire at least once, or remove the statement"));
+                    self.error(
+                        Code::NeverFires
+                            .at(times.span, "`0 times randomly` never fires")
+                            .label("zero times")
+                            .help("fire at least once, or remove the statement"),
+                    );
                     return None;
                 }
                 if n > MAX_OCCURRENCES {
@@ -759,23 +1062,47 @@ impl<'a> Run<'a, '_> {
     }
 
     fn stray(&mut self, action: &ast::Action) {
-        let Some(first) = action.words.first() else { return };
+        let Some(first) = action.words.first() else {
+            return;
+        };
         let word = first.as_ident().unwrap_or_default();
-        let is_fault = self.vocab().faults().iter().any(|f| first_word(f.pattern) == word);
+        let is_fault = self
+            .vocab()
+            .faults()
+            .iter()
+            .any(|f| first_word(f.pattern) == word);
         if is_fault {
-            self.error(Code::ActionOutsidePhase
-                .at(action.span, format!("`{}` is outside any phase", action.text()))
-                .label("not inside a phase")
-                .help(format!("put it inside a phase: `under load 30s < {} >`", action.text())));
+            self.error(
+                Code::ActionOutsidePhase
+                    .at(
+                        action.span,
+                        format!("`{}` is outside any phase", action.text()),
+                    )
+                    .label("not inside a phase")
+                    .help(format!(
+                        "put it inside a phase: `under load 30s < {} >`",
+                        action.text()
+                    )),
+            );
         } else {
             let help = did_you_mean(word, TOP_KEYWORDS.iter().copied()).map_or_else(
-                || format!("a line starts with one of {}, or is a fault inside a phase", list(TOP_KEYWORDS)),
+                || {
+                    format!(
+                        "a line starts with one of {}, or is a fault inside a phase",
+                        list(TOP_KEYWORDS)
+                    )
+                },
                 |best| format!("did you mean `{best}`?"),
             );
-            self.error(Code::UnknownItem
-                .at(first.span(), format!("`{}` does not start a scenario item", first.text()))
-                .label("unknown word")
-                .help(help));
+            self.error(
+                Code::UnknownItem
+                    .at(
+                        first.span(),
+                        format!("`{}` does not start a scenario item", first.text()),
+                    )
+                    .label("unknown word")
+                    .help(help),
+            );
         }
     }
 
@@ -783,7 +1110,11 @@ impl<'a> Run<'a, '_> {
 
     fn add_assertion(&mut self, assertions: &mut Vec<Assertion>, assertion: Assertion) {
         if let Some(first) = assertions.iter().find(|a| a.name == assertion.name) {
-            self.error(duplicate(&format!("assertion `{}`", assertion.name), assertion.span, first.span));
+            self.error(duplicate(
+                &format!("assertion `{}`", assertion.name),
+                assertion.span,
+                first.span,
+            ));
         } else {
             assertions.push(assertion);
         }
@@ -807,7 +1138,9 @@ impl<'a> Run<'a, '_> {
                 for (name, value) in &matched.args {
                     let text = match value {
                         crate::plan::ArgValue::Name(n) => n.clone(),
-                        crate::plan::ArgValue::Count(n) | crate::plan::ArgValue::DurationMs(n) => n.to_string(),
+                        crate::plan::ArgValue::Count(n) | crate::plan::ArgValue::DurationMs(n) => {
+                            n.to_string()
+                        }
                         crate::plan::ArgValue::Percent(p) => p.to_string(),
                     };
                     sql = sql.replace(&format!("{{{name}}}"), &text);
@@ -821,8 +1154,19 @@ impl<'a> Run<'a, '_> {
                 })
             }
             Err(failure) => {
-                let usages: Vec<String> = self.analyzer.shorthands.iter().map(|(_, p)| format!("expect {}", usage(p))).collect();
-                let mut d = matcher::failure_diagnostic(Code::UnknownAssertion, &failure, words, span, &usages);
+                let usages: Vec<String> = self
+                    .analyzer
+                    .shorthands
+                    .iter()
+                    .map(|(_, p)| format!("expect {}", usage(p)))
+                    .collect();
+                let mut d = matcher::failure_diagnostic(
+                    Code::UnknownAssertion,
+                    &failure,
+                    words,
+                    span,
+                    &usages,
+                );
                 d.message = format!("not an assertion shorthand: {}", d.message);
                 self.error(d);
                 None
@@ -836,29 +1180,45 @@ impl<'a> Run<'a, '_> {
         Some(Assertion {
             name: assert.name.value.clone(),
             sql: body.value.trim().to_owned(),
-            expect: assert.expectation.as_ref().map_or(Expectation::True, |e| e.value.clone()),
+            expect: assert
+                .expectation
+                .as_ref()
+                .map_or(Expectation::True, |e| e.value.clone()),
             span: assert.span,
             sql_span: body.span,
         })
     }
 
-    /// Parse the SQL in the DataFusion dialect (sqlparser's generic one) and
+    /// Parse the SQL in the `DataFusion` dialect (sqlparser's generic one) and
     /// accept exactly one query: assertions only read.
     fn check_sql(&mut self, body: &Spanned<String>) -> Option<()> {
         use sqlparser::dialect::GenericDialect;
         use sqlparser::parser::Parser as SqlParser;
         let lead = body.value.len() - body.value.trim_start().len();
-        let trimmed = Span::new(body.span.source, body.span.start + lead, body.span.start + body.value.trim_end().len().max(lead));
-        let body = &Spanned { value: body.value.clone(), span: if trimmed.is_empty() { body.span } else { trimmed } };
+        let trimmed = Span::new(
+            body.span.source,
+            body.span.start + lead,
+            body.span.start + body.value.trim_end().len().max(lead),
+        );
+        let body = &Spanned {
+            value: body.value.clone(),
+            span: if trimmed.is_empty() {
+                body.span
+            } else {
+                trimmed
+            },
+        };
         let full = body.span.start - lead;
         match SqlParser::parse_sql(&GenericDialect {}, &body.value) {
             Ok(statements) => match statements.as_slice() {
                 [sqlparser::ast::Statement::Query(_)] => Some(()),
                 [] => {
-                    self.error(Code::SqlSyntax
-                        .at(body.span, "the assertion holds no query")
-                        .label("empty")
-                        .help("write a query, e.g. `select count(*) = 0 from diff`"));
+                    self.error(
+                        Code::SqlSyntax
+                            .at(body.span, "the assertion holds no query")
+                            .label("empty")
+                            .help("write a query, e.g. `select count(*) = 0 from diff`"),
+                    );
                     None
                 }
                 [_] => {
@@ -869,24 +1229,35 @@ impl<'a> Run<'a, '_> {
                     None
                 }
                 _ => {
-                    self.error(Code::SqlNotReadOnly
-                        .at(body.span, format!("an assertion must be exactly one query, found {}", statements.len()))
-                        .label("several statements")
-                        .help("split it into one `assert` per query"));
+                    self.error(
+                        Code::SqlNotReadOnly
+                            .at(
+                                body.span,
+                                format!(
+                                    "an assertion must be exactly one query, found {}",
+                                    statements.len()
+                                ),
+                            )
+                            .label("several statements")
+                            .help("split it into one `assert` per query"),
+                    );
                     None
                 }
             },
             Err(error) => {
                 let message = error.to_string();
-                let span = sql_error_span(&body.value, &message).map_or(body.span, |(start, len)| {
-                    Span::new(body.span.source, full + start, full + start + len)
-                });
+                let span = sql_error_span(&body.value, &message)
+                    .map_or(body.span, |(start, len)| {
+                        Span::new(body.span.source, full + start, full + start + len)
+                    });
                 let text = message.trim_start_matches("sql parser error: ");
                 let text = text.split(" at Line:").next().unwrap_or(text);
-                self.error(Code::SqlSyntax
-                    .at(span, format!("SQL does not parse: {text}"))
-                    .label("here")
-                    .help("assertions use DataFusion's SQL dialect"));
+                self.error(
+                    Code::SqlSyntax
+                        .at(span, format!("SQL does not parse: {text}"))
+                        .label("here")
+                        .help("assertions use DataFusion's SQL dialect"),
+                );
                 None
             }
         }
@@ -895,7 +1266,12 @@ impl<'a> Run<'a, '_> {
 
 /// Codes that depend on where a fragment is used; everything else about a
 /// fragment is reported once, at its definition.
-const TIMING_CODES: &[Code] = &[Code::AfterBlockEnd, Code::NeverFires, Code::TooManyOccurrences, Code::FragmentCycle];
+const TIMING_CODES: &[Code] = &[
+    Code::AfterBlockEnd,
+    Code::NeverFires,
+    Code::TooManyOccurrences,
+    Code::FragmentCycle,
+];
 
 /// Mark a diagnostic raised inside a fragment with the `use` that put it there.
 fn in_use(mut diagnostic: Diagnostic, used_at: &[Span]) -> Diagnostic {
@@ -908,7 +1284,10 @@ fn in_use(mut diagnostic: Diagnostic, used_at: &[Span]) -> Diagnostic {
 fn too_many(span: Span, count: u64, used_at: &[Span]) -> Diagnostic {
     in_use(
         Code::TooManyOccurrences
-            .at(span, format!("this would fire {count} times; at most {MAX_OCCURRENCES} are allowed"))
+            .at(
+                span,
+                format!("this would fire {count} times; at most {MAX_OCCURRENCES} are allowed"),
+            )
             .label("too often")
             .help("use a longer period or fewer times"),
         used_at,
@@ -938,10 +1317,16 @@ fn missing_value(param: &str, span: Span, found: Option<&Word>) -> Diagnostic {
         _ => "50%",
     };
     let (span, message) = match found {
-        Some(word) => (word.span(), format!("`{param}` needs a number, found `{}`", word.text())),
+        Some(word) => (
+            word.span(),
+            format!("`{param}` needs a number, found `{}`", word.text()),
+        ),
         None => (span, format!("`{param}` needs a value")),
     };
-    Code::WorkloadParam.at(span, message).label("value expected").help(format!("e.g. `{param} {example}`"))
+    Code::WorkloadParam
+        .at(span, message)
+        .label("value expected")
+        .help(format!("e.g. `{param} {example}`"))
 }
 
 fn defaults(sig: &WorkloadSig) -> WorkloadPlan {
@@ -950,12 +1335,22 @@ fn defaults(sig: &WorkloadSig) -> WorkloadPlan {
         rate_per_s: sig.defaults.rate_per_s,
         connections: sig.defaults.connections,
         customers: sig.defaults.customers,
-        mix: sig.operations.iter().zip(sig.defaults.mix).map(|(op, p)| ((*op).to_owned(), *p)).collect(),
+        mix: sig
+            .operations
+            .iter()
+            .zip(sig.defaults.mix)
+            .map(|(op, p)| ((*op).to_owned(), *p))
+            .collect(),
     }
 }
 
 fn example_mix(sig: &WorkloadSig) -> String {
-    sig.operations.iter().zip(sig.defaults.mix).map(|(op, p)| format!("{op} {p}%")).collect::<Vec<_>>().join(" ")
+    sig.operations
+        .iter()
+        .zip(sig.defaults.mix)
+        .map(|(op, p)| format!("{op} {p}%"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn default_setting(sig: &crate::vocabulary::SettingSig) -> SettingValue {
@@ -965,18 +1360,25 @@ fn default_setting(sig: &crate::vocabulary::SettingSig) -> SettingValue {
         _ => None,
     };
     match (sig.kind, value) {
-        (SettingKind::Count { .. }, Some(Word::Quantity(q))) => SettingValue::Count(units::count(&q).expect("stdlib default")),
+        (SettingKind::Count { .. }, Some(Word::Quantity(q))) => {
+            SettingValue::Count(units::count(&q).expect("stdlib default"))
+        }
         (SettingKind::Duration, Some(Word::Quantity(q))) => {
             SettingValue::DurationMs(units::duration_ms(&q).expect("stdlib default"))
         }
         (SettingKind::Choice(_), Some(Word::Ident(c))) => SettingValue::Choice(c.value),
-        _ => panic!("stdlib setting `{}` has a malformed default `{}`", sig.name, sig.default),
+        _ => panic!(
+            "stdlib setting `{}` has a malformed default `{}`",
+            sig.name, sig.default
+        ),
     }
 }
 
 /// `crash` from `scenarios/crash.lp`.
 fn stem(name: &str) -> String {
-    std::path::Path::new(name).file_stem().map_or_else(|| name.to_owned(), |s| s.to_string_lossy().into_owned())
+    std::path::Path::new(name)
+        .file_stem()
+        .map_or_else(|| name.to_owned(), |s| s.to_string_lossy().into_owned())
 }
 
 /// sqlparser reports `… at Line: L, Column: C`; turn that into a byte range.
@@ -984,11 +1386,27 @@ fn sql_error_span(sql: &str, message: &str) -> Option<(usize, usize)> {
     let rest = &message[message.rfind("Line: ")? + 6..];
     let (line, rest) = rest.split_once(", Column: ")?;
     let line: usize = line.trim().parse().ok()?;
-    let column: usize = rest.trim().trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok()?;
-    let line_start: usize = sql.split_inclusive('\n').take(line.checked_sub(1)?).map(str::len).sum();
+    let column: usize = rest
+        .trim()
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()?;
+    let line_start: usize = sql
+        .split_inclusive('\n')
+        .take(line.checked_sub(1)?)
+        .map(str::len)
+        .sum();
     let line_text = sql[line_start..].lines().next().unwrap_or("");
-    let start = line_start + line_text.char_indices().nth(column.checked_sub(1)?).map_or(line_text.len(), |(i, _)| i);
-    let len = sql[start..].find(|c: char| c.is_whitespace()).unwrap_or(sql.len() - start).max(1).min(sql.len() - start);
+    let start = line_start
+        + line_text
+            .char_indices()
+            .nth(column.checked_sub(1)?)
+            .map_or(line_text.len(), |(i, _)| i);
+    let len = sql[start..]
+        .find(|c: char| c.is_whitespace())
+        .unwrap_or(sql.len() - start)
+        .max(1)
+        .min(sql.len() - start);
     Some((start, len))
 }
 

@@ -12,16 +12,51 @@ pub struct File {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
-    Scenario { name: Spanned<String>, span: Span },
-    Workload { name: Spanned<String>, params: Vec<Word>, span: Span },
-    Consumers { names: Vec<Spanned<String>>, span: Span },
-    Set { name: Spanned<String>, value: Vec<Word>, span: Span },
-    Include { path: Spanned<String>, span: Span },
-    Fragment { name: Spanned<String>, body: Block, span: Span },
-    Load { duration: Quantity, body: Block, span: Span },
-    Quiet { duration: Quantity, body: Option<Block>, span: Span },
-    Drain { timeout: Quantity, span: Span },
-    Expect { words: Vec<Word>, span: Span },
+    Scenario {
+        name: Spanned<String>,
+        span: Span,
+    },
+    Workload {
+        name: Spanned<String>,
+        params: Vec<Word>,
+        span: Span,
+    },
+    Consumers {
+        names: Vec<Spanned<String>>,
+        span: Span,
+    },
+    Set {
+        name: Spanned<String>,
+        value: Vec<Word>,
+        span: Span,
+    },
+    Include {
+        path: Spanned<String>,
+        span: Span,
+    },
+    Fragment {
+        name: Spanned<String>,
+        body: Block,
+        span: Span,
+    },
+    Load {
+        duration: Quantity,
+        body: Block,
+        span: Span,
+    },
+    Quiet {
+        duration: Quantity,
+        body: Option<Block>,
+        span: Span,
+    },
+    Drain {
+        timeout: Quantity,
+        span: Span,
+    },
+    Expect {
+        words: Vec<Word>,
+        span: Span,
+    },
     Assert(Assert),
     /// A fault written outside any phase; the analyser says where it belongs.
     StrayAction(Action),
@@ -117,8 +152,16 @@ pub struct Block {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
     Action(Action),
-    Window { from: Quantity, to: Quantity, body: Block, span: Span },
-    Use { name: Spanned<String>, span: Span },
+    Window {
+        from: Quantity,
+        to: Quantity,
+        body: Block,
+        span: Span,
+    },
+    Use {
+        name: Spanned<String>,
+        span: Span,
+    },
     Comment(Spanned<String>),
 }
 
@@ -165,8 +208,13 @@ pub struct Schedule {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Timing {
     At(Quantity),
-    Every { period: Quantity, jitter: Option<Quantity> },
-    Randomly { times: Quantity },
+    Every {
+        period: Quantity,
+        jitter: Option<Quantity>,
+    },
+    Randomly {
+        times: Quantity,
+    },
 }
 
 /// One word of a statement: a name, a quantity or a string.
@@ -176,7 +224,11 @@ pub enum Word {
     Quantity(Quantity),
     /// `2s±500ms`: only meaningful after `every`, kept so the analyser can
     /// say so.
-    Jittered { base: Quantity, jitter: Quantity, span: Span },
+    Jittered {
+        base: Quantity,
+        jitter: Quantity,
+        span: Span,
+    },
     Str(Spanned<String>),
 }
 

@@ -14,14 +14,20 @@ const INDENT: &str = "  ";
 /// blank lines and end-of-line comments where they were).
 #[must_use]
 pub fn format(file: &File, text: &str) -> String {
-    let mut out = Out { lines: Vec::new(), text };
-    let items: Vec<(SpanT, Line)> = file.items.iter().map(|item| (item.span(), item_line(item))).collect();
+    let mut out = Out {
+        lines: Vec::new(),
+        text,
+    };
+    let items: Vec<(SpanT, Line)> = file
+        .items
+        .iter()
+        .map(|item| (item.span(), item_line(item)))
+        .collect();
     out.sequence(items, 0);
     let mut result = out.lines.join("\n");
     result.push('\n');
     result
 }
-
 
 /// What one item or statement renders to.
 enum Line {
@@ -30,7 +36,10 @@ enum Line {
     /// Plain text, possibly several lines (a fence), no block.
     Text(String),
     /// `head <`, the statements, `>`.
-    Block { head: String, body: Vec<(SpanT, Line)> },
+    Block {
+        head: String,
+        body: Vec<(SpanT, Line)>,
+    },
 }
 
 struct Out<'t> {
@@ -47,12 +56,12 @@ impl Out<'_> {
             let same_line = gap.is_some_and(|g| !g.contains('\n'));
             let blank = gap.is_some_and(|g| g.matches('\n').count() >= 2);
             previous_end = Some(span.end);
-            if let (Line::Comment(comment), true) = (&line, same_line) {
-                if let Some(last) = self.lines.last_mut() {
-                    last.push(' ');
-                    last.push_str(comment);
-                    continue;
-                }
+            if let (Line::Comment(comment), true) = (&line, same_line)
+                && let Some(last) = self.lines.last_mut()
+            {
+                last.push(' ');
+                last.push_str(comment);
+                continue;
             }
             if blank {
                 self.lines.push(String::new());
@@ -60,7 +69,8 @@ impl Out<'_> {
             match line {
                 Line::Comment(text) | Line::Text(text) => {
                     let mut parts = text.split('\n');
-                    self.lines.push(format!("{indent}{}", parts.next().unwrap_or("")));
+                    self.lines
+                        .push(format!("{indent}{}", parts.next().unwrap_or("")));
                     // Fence bodies are verbatim: no indentation added.
                     self.lines.extend(parts.map(str::to_owned));
                 }
@@ -82,17 +92,34 @@ fn item_line(item: &Item) -> Line {
     match item {
         Item::Comment(c) => Line::Comment(c.value.trim_end().to_owned()),
         Item::Scenario { name, .. } => Line::Text(format!("scenario {}", name_text(&name.value))),
-        Item::Workload { name, params, .. } => Line::Text(join(&[&format!("workload {}", name.value), &ast::words_text(params)])),
+        Item::Workload { name, params, .. } => Line::Text(join(&[
+            &format!("workload {}", name.value),
+            &ast::words_text(params),
+        ])),
         Item::Consumers { names, .. } => Line::Text(format!(
             "consumers {}",
-            names.iter().map(|n| n.value.as_str()).collect::<Vec<_>>().join(", ")
+            names
+                .iter()
+                .map(|n| n.value.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
-        Item::Set { name, value, .. } => Line::Text(format!("set {} {}", name.value, ast::words_text(value))),
+        Item::Set { name, value, .. } => {
+            Line::Text(format!("set {} {}", name.value, ast::words_text(value)))
+        }
         Item::Include { path, .. } => Line::Text(format!("include {}", ast::quote(&path.value))),
         Item::Fragment { name, body, .. } => block(format!("fragment {}", name.value), body),
         Item::Load { duration, body, .. } => block(format!("under load {}", duration.text()), body),
-        Item::Quiet { duration, body: Some(body), .. } => block(format!("quiet {}", duration.text()), body),
-        Item::Quiet { duration, body: None, .. } => Line::Text(format!("quiet {}", duration.text())),
+        Item::Quiet {
+            duration,
+            body: Some(body),
+            ..
+        } => block(format!("quiet {}", duration.text()), body),
+        Item::Quiet {
+            duration,
+            body: None,
+            ..
+        } => Line::Text(format!("quiet {}", duration.text())),
         Item::Drain { timeout, .. } => Line::Text(format!("drain within {}", timeout.text())),
         Item::Expect { words, .. } => Line::Text(format!("expect {}", ast::words_text(words))),
         Item::Assert(assert) => Line::Text(assert_text(assert)),
@@ -101,7 +128,14 @@ fn item_line(item: &Item) -> Line {
 }
 
 fn block(head: String, body: &Block) -> Line {
-    Line::Block { head, body: body.statements.iter().map(|s| (s.span(), statement_line(s))).collect() }
+    Line::Block {
+        head,
+        body: body
+            .statements
+            .iter()
+            .map(|s| (s.span(), statement_line(s)))
+            .collect(),
+    }
 }
 
 fn statement_line(statement: &Statement) -> Line {
@@ -109,23 +143,42 @@ fn statement_line(statement: &Statement) -> Line {
         Statement::Comment(c) => Line::Comment(c.value.trim_end().to_owned()),
         Statement::Action(action) => Line::Text(action_text(action)),
         Statement::Use { name, .. } => Line::Text(format!("use {}", name.value)),
-        Statement::Window { from, to, body, .. } => block(format!("between {} and {}", from.text(), to.text()), body),
+        Statement::Window { from, to, body, .. } => {
+            block(format!("between {} and {}", from.text(), to.text()), body)
+        }
     }
 }
 
 fn action_text(action: &ast::Action) -> String {
-    join(&[&action.text(), &action.schedule.as_ref().map(schedule_text).unwrap_or_default()])
+    join(&[
+        &action.text(),
+        &action
+            .schedule
+            .as_ref()
+            .map(schedule_text)
+            .unwrap_or_default(),
+    ])
 }
 
 fn schedule_text(schedule: &Schedule) -> String {
     let timing = match &schedule.timing {
         None => String::new(),
         Some(Timing::At(q)) => format!("at {}", q.text()),
-        Some(Timing::Every { period, jitter: None }) => format!("every {}", period.text()),
-        Some(Timing::Every { period, jitter: Some(j) }) => format!("every {}±{}", period.text(), j.text()),
+        Some(Timing::Every {
+            period,
+            jitter: None,
+        }) => format!("every {}", period.text()),
+        Some(Timing::Every {
+            period,
+            jitter: Some(j),
+        }) => format!("every {}±{}", period.text(), j.text()),
         Some(Timing::Randomly { times }) => format!("{} times randomly", times.text()),
     };
-    let chance = schedule.chance.as_ref().map(|q| format!("with chance {}", q.text())).unwrap_or_default();
+    let chance = schedule
+        .chance
+        .as_ref()
+        .map(|q| format!("with chance {}", q.text()))
+        .unwrap_or_default();
     join(&[&timing, &chance])
 }
 
@@ -136,17 +189,39 @@ fn assert_text(assert: &ast::Assert) -> String {
         Some(Expectation::Empty) => "expect empty".to_owned(),
         Some(Expectation::Compare { op, value }) => format!("expect {} {value}", op.as_str()),
     };
-    let fence = format!("```{}{}```", assert.sql.lang.as_deref().unwrap_or(""), assert.sql.body.value);
-    join(&[&format!("assert {}", ast::quote(&assert.name.value)), &expectation, &fence])
+    let fence = format!(
+        "```{}{}```",
+        assert.sql.lang.as_deref().unwrap_or(""),
+        assert.sql.body.value
+    );
+    join(&[
+        &format!("assert {}", ast::quote(&assert.name.value)),
+        &expectation,
+        &fence,
+    ])
 }
 
 /// A scenario name: bare when it reads as an identifier, else quoted.
 fn name_text(name: &str) -> String {
-    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ident { name.to_owned() } else { ast::quote(name) }
+    let ident = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ident {
+        name.to_owned()
+    } else {
+        ast::quote(name)
+    }
 }
 
 fn join(parts: &[&str]) -> String {
-    parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join(" ")
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -44,18 +44,32 @@ pub struct Failure {
 pub type Outcome = Result<Matched, Failure>;
 
 impl Scope<'_> {
-    pub fn match_parts(&self, parts: &[PatternPart], words: &[Word], pos: usize, acc: Matched) -> Outcome {
+    pub fn match_parts(
+        &self,
+        parts: &[PatternPart],
+        words: &[Word],
+        pos: usize,
+        acc: Matched,
+    ) -> Outcome {
         let Some((first, rest)) = parts.split_first() else {
             return if pos == words.len() {
                 Ok(acc)
             } else {
-                Err(Failure { at: pos, expected: vec!["the end of the statement".into()], literals: vec![] })
+                Err(Failure {
+                    at: pos,
+                    expected: vec!["the end of the statement".into()],
+                    literals: vec![],
+                })
             };
         };
         match first {
             PatternPart::Literal(literal) => match words.get(pos).and_then(Word::as_ident) {
                 Some(word) if word == *literal => self.match_parts(rest, words, pos + 1, acc),
-                _ => Err(Failure { at: pos, expected: vec![format!("`{literal}`")], literals: vec![literal] }),
+                _ => Err(Failure {
+                    at: pos,
+                    expected: vec![format!("`{literal}`")],
+                    literals: vec![literal],
+                }),
             },
             PatternPart::Optional(group) => {
                 let with: Vec<PatternPart> = group.iter().chain(rest).cloned().collect();
@@ -69,10 +83,22 @@ impl Scope<'_> {
             }
             PatternPart::Param { name, kind } => {
                 let Some(word) = words.get(pos) else {
-                    return Err(Failure { at: pos, expected: vec![kind.placeholder().to_owned()], literals: vec![] });
+                    return Err(Failure {
+                        at: pos,
+                        expected: vec![kind.placeholder().to_owned()],
+                        literals: vec![],
+                    });
                 };
                 let mut acc = acc;
-                let used = self.param(name, *kind, word, words.get(pos + 1), rest.first(), &mut acc)
+                let used = self
+                    .param(
+                        name,
+                        *kind,
+                        word,
+                        words.get(pos + 1),
+                        rest.first(),
+                        &mut acc,
+                    )
                     .ok_or_else(|| Failure {
                         at: pos,
                         expected: vec![kind.placeholder().to_owned()],
@@ -94,21 +120,24 @@ impl Scope<'_> {
         next_part: Option<&PatternPart>,
         acc: &mut Matched,
     ) -> Option<usize> {
-        let mut quantity = |read: &dyn Fn(&crate::ast::Quantity) -> Result<ArgValue, Diagnostic>| {
-            let Word::Quantity(q) = word else { return None };
-            match read(q) {
-                Ok(value) => {
-                    acc.args.insert(name.to_owned(), value);
+        let mut quantity =
+            |read: &dyn Fn(&crate::ast::Quantity) -> Result<ArgValue, Diagnostic>| {
+                let Word::Quantity(q) = word else { return None };
+                match read(q) {
+                    Ok(value) => {
+                        acc.args.insert(name.to_owned(), value);
+                    }
+                    Err(diagnostic) => acc.diagnostics.push(diagnostic),
                 }
-                Err(diagnostic) => acc.diagnostics.push(diagnostic),
-            }
-            Some(1)
-        };
+                Some(1)
+            };
         match kind {
             ParamKind::Count => quantity(&|q| {
                 let n = units::count(q)?;
                 if n == 0 {
-                    return Err(Code::BadNumber.at(q.span, "a count of 0 does nothing").label("must be at least 1"));
+                    return Err(Code::BadNumber
+                        .at(q.span, "a count of 0 does nothing")
+                        .label("must be at least 1"));
                 }
                 Ok(ArgValue::Count(n))
             }),
@@ -116,7 +145,10 @@ impl Scope<'_> {
                 let p = units::percent(q)?;
                 if p <= 0.0 || p > 100.0 {
                     return Err(Code::BadNumber
-                        .at(q.span, format!("`{}` is not a share between 0% and 100%", q.text()))
+                        .at(
+                            q.span,
+                            format!("`{}` is not a share between 0% and 100%", q.text()),
+                        )
                         .label("out of range"));
                 }
                 Ok(ArgValue::Percent(p))
@@ -124,12 +156,16 @@ impl Scope<'_> {
             ParamKind::Duration => quantity(&|q| {
                 let ms = units::duration_ms(q)?;
                 if ms == 0 {
-                    return Err(Code::ZeroDuration.at(q.span, "a duration of 0 does nothing").label("zero"));
+                    return Err(Code::ZeroDuration
+                        .at(q.span, "a duration of 0 does nothing")
+                        .label("zero"));
                 }
                 Ok(ArgValue::DurationMs(ms))
             }),
             _ => {
-                let Word::Ident(ident) = word else { return None };
+                let Word::Ident(ident) = word else {
+                    return None;
+                };
                 Some(self.named(name, kind, &ident.value, ident.span, next, next_part, acc))
             }
         }
@@ -148,13 +184,20 @@ impl Scope<'_> {
     ) -> usize {
         let tables: Vec<&str> = self.workload.tables.iter().map(|t| t.name).collect();
         match kind {
-            ParamKind::Process | ParamKind::Target => return self.target(kind, word, span, next, next_part, acc),
+            ParamKind::Process | ParamKind::Target => {
+                return self.target(kind, word, span, next, next_part, acc);
+            }
             ParamKind::Table | ParamKind::Topic => {
                 if self.table(word).is_none() {
-                    acc.diagnostics.push(Code::UnknownTable
-                        .at(span, format!("workload `{}` has no table `{word}`", self.workload.name))
-                        .label("unknown table")
-                        .help(help_for(word, &tables, "its tables are")));
+                    acc.diagnostics.push(
+                        Code::UnknownTable
+                            .at(
+                                span,
+                                format!("workload `{}` has no table `{word}`", self.workload.name),
+                            )
+                            .label("unknown table")
+                            .help(help_for(word, &tables, "its tables are")),
+                    );
                 }
             }
             ParamKind::Column | ParamKind::NewColumn | ParamKind::WidenableColumn => {
@@ -163,37 +206,60 @@ impl Scope<'_> {
                     _ => None,
                 };
                 if let Some(table) = table {
-                    self.column(kind, table, word, span, acc);
+                    Self::column(kind, table, word, span, acc);
                 }
             }
             ParamKind::Consumer => {
                 self.consumer(word, span, acc);
             }
-            ParamKind::Count | ParamKind::Percent | ParamKind::Duration => unreachable!("quantities handled above"),
+            ParamKind::Count | ParamKind::Percent | ParamKind::Duration => {
+                unreachable!("quantities handled above")
+            }
         }
-        acc.args.insert(name.to_owned(), ArgValue::Name(word.to_owned()));
+        acc.args
+            .insert(name.to_owned(), ArgValue::Name(word.to_owned()));
         1
     }
 
-    fn column(&self, kind: ParamKind, table: &TableSig, word: &str, span: Span, acc: &mut Matched) {
+    fn column(kind: ParamKind, table: &TableSig, word: &str, span: Span, acc: &mut Matched) {
         let columns: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
         let diagnostic = match (kind, table.column(word)) {
             (ParamKind::NewColumn, None) => return,
             (ParamKind::NewColumn, Some(_)) => Code::ColumnExists
-                .at(span, format!("table `{}` already has a column `{word}`", table.name))
+                .at(
+                    span,
+                    format!("table `{}` already has a column `{word}`", table.name),
+                )
                 .label("already exists")
                 .help("choose a new column name"),
             (_, None) => Code::UnknownColumn
-                .at(span, format!("table `{}` has no column `{word}`", table.name))
+                .at(
+                    span,
+                    format!("table `{}` has no column `{word}`", table.name),
+                )
                 .label("unknown column")
                 .help(help_for(word, &columns, "its columns are")),
             (ParamKind::WidenableColumn, Some(column)) if column.widens_to.is_none() => {
-                let widenable: Vec<&str> =
-                    table.columns.iter().filter(|c| c.widens_to.is_some()).map(|c| c.name).collect();
+                let widenable: Vec<&str> = table
+                    .columns
+                    .iter()
+                    .filter(|c| c.widens_to.is_some())
+                    .map(|c| c.name)
+                    .collect();
                 Code::CannotWiden
-                    .at(span, format!("column `{word}` is `{}`, which has no wider type", column.sql_type))
+                    .at(
+                        span,
+                        format!(
+                            "column `{word}` is `{}`, which has no wider type",
+                            column.sql_type
+                        ),
+                    )
                     .label("cannot be widened")
-                    .help(format!("columns of `{}` that can be widened: {}", table.name, list(&widenable)))
+                    .help(format!(
+                        "columns of `{}` that can be widened: {}",
+                        table.name,
+                        list(&widenable)
+                    ))
             }
             _ => return,
         };
@@ -216,20 +282,34 @@ impl Scope<'_> {
         let targets = self.vocab.targets();
         let Some(sig) = targets.iter().find(|t| t.name == word) else {
             let names: Vec<&str> = targets.iter().map(|t| t.name).collect();
-            acc.diagnostics.push(Code::UnknownTarget
-                .at(span, format!("unknown target `{word}`"))
-                .label("not a target")
-                .help(help_for(word, &names, "targets are")));
+            acc.diagnostics.push(
+                Code::UnknownTarget
+                    .at(span, format!("unknown target `{word}`"))
+                    .label("not a target")
+                    .help(help_for(word, &names, "targets are")),
+            );
             return 1;
         };
         if kind == ParamKind::Process && !sig.process {
-            let processes: Vec<&str> = targets.iter().filter(|t| t.process).map(|t| t.name).collect();
-            acc.diagnostics.push(Code::UnknownTarget
-                .at(span, format!("`{word}` is not a process, so it cannot be signalled"))
-                .label("not a process")
-                .help(format!("process targets are {}", list(&processes))));
+            let processes: Vec<&str> = targets
+                .iter()
+                .filter(|t| t.process)
+                .map(|t| t.name)
+                .collect();
+            acc.diagnostics.push(
+                Code::UnknownTarget
+                    .at(
+                        span,
+                        format!("`{word}` is not a process, so it cannot be signalled"),
+                    )
+                    .label("not a process")
+                    .help(format!("process targets are {}", list(&processes))),
+            );
         }
-        let mut target = crate::plan::Target { component: word.to_owned(), consumer: None };
+        let mut target = crate::plan::Target {
+            component: word.to_owned(),
+            consumer: None,
+        };
         let mut used = 1;
         if sig.takes_consumer
             && let Some(Word::Ident(name)) = next
@@ -247,17 +327,27 @@ impl Scope<'_> {
     pub fn consumer(&self, name: &str, span: Span, acc: &mut Matched) {
         let known: Vec<&str> = self.vocab.consumers().iter().map(|c| c.name).collect();
         if !known.contains(&name) {
-            acc.diagnostics.push(Code::UnknownConsumer
-                .at(span, format!("unknown consumer `{name}`"))
-                .label("not a consumer")
-                .help(help_for(name, &known, "consumers are")));
+            acc.diagnostics.push(
+                Code::UnknownConsumer
+                    .at(span, format!("unknown consumer `{name}`"))
+                    .label("not a consumer")
+                    .help(help_for(name, &known, "consumers are")),
+            );
         } else if !self.consumers.iter().any(|c| c == name) {
             let mut with: Vec<&str> = self.consumers.iter().map(String::as_str).collect();
             with.push(name);
-            acc.diagnostics.push(Code::TargetNotInScenario
-                .at(span, format!("this scenario does not run consumer `{name}`"))
-                .label("not under test here")
-                .help(format!("add it to the scenario: `consumers {}`", with.join(", "))));
+            acc.diagnostics.push(
+                Code::TargetNotInScenario
+                    .at(
+                        span,
+                        format!("this scenario does not run consumer `{name}`"),
+                    )
+                    .label("not under test here")
+                    .help(format!(
+                        "add it to the scenario: `consumers {}`",
+                        with.join(", ")
+                    )),
+            );
         }
     }
 }
@@ -290,7 +380,12 @@ pub fn best(outcomes: Vec<Outcome>) -> Outcome {
     for outcome in outcomes {
         match outcome {
             Ok(matched) => return Ok(matched),
-            Err(f) => failure = Some(match failure { Some(prev) => merge(prev, f), None => f }),
+            Err(f) => {
+                failure = Some(match failure {
+                    Some(prev) => merge(prev, f),
+                    None => f,
+                })
+            }
         }
     }
     Err(failure.expect("at least one candidate"))
@@ -298,17 +393,25 @@ pub fn best(outcomes: Vec<Outcome>) -> Outcome {
 
 /// Turn a failure into a diagnostic pointing at the word where matching
 /// stopped (or the end of the statement).
-pub fn failure_diagnostic(code: Code, failure: &Failure, words: &[Word], whole: Span, usages: &[String]) -> Diagnostic {
+pub fn failure_diagnostic(
+    code: Code,
+    failure: &Failure,
+    words: &[Word],
+    whole: Span,
+    usages: &[String],
+) -> Diagnostic {
     let expected = match failure.expected.as_slice() {
         [one] => one.clone(),
         many => format!("one of {}", many.join(", ")),
     };
-    let (span, found) = match words.get(failure.at) {
-        Some(word) => (word.span(), format!("`{}`", word.text())),
-        None => {
-            let end = words.last().map_or(whole.end, |w| w.span().end);
-            (Span::new(whole.source, end, end), "the end of the statement".to_owned())
-        }
+    let (span, found) = if let Some(word) = words.get(failure.at) {
+        (word.span(), format!("`{}`", word.text()))
+    } else {
+        let end = words.last().map_or(whole.end, |w| w.span().end);
+        (
+            Span::new(whole.source, end, end),
+            "the end of the statement".to_owned(),
+        )
     };
     let typo = words
         .get(failure.at)

@@ -20,9 +20,30 @@ use crate::suggest::did_you_mean;
 
 /// The grammar's keywords (each a `kw_*` rule in `grammar.pest`).
 pub const KEYWORDS: &[&str] = &[
-    "scenario", "workload", "consumers", "set", "include", "fragment", "use", "under", "load",
-    "quiet", "drain", "within", "between", "and", "at", "every", "times", "randomly", "with",
-    "chance", "assert", "expect", "true", "empty",
+    "scenario",
+    "workload",
+    "consumers",
+    "set",
+    "include",
+    "fragment",
+    "use",
+    "under",
+    "load",
+    "quiet",
+    "drain",
+    "within",
+    "between",
+    "and",
+    "at",
+    "every",
+    "times",
+    "randomly",
+    "with",
+    "chance",
+    "assert",
+    "expect",
+    "true",
+    "empty",
 ];
 
 #[derive(pest_derive::Parser)]
@@ -56,9 +77,17 @@ impl Parsed {
 
 impl<'a> Parser<'a> {
     /// Parse `text`, the contents of source `source`.
+    ///
+    /// # Panics
+    /// Only on a bug: a grammar rule the tree builder does not know.
     #[must_use]
     pub fn parse(text: &'a str, source: SourceId) -> Parsed {
-        let mut parser = Parser { text, source, diagnostics: Vec::new(), truncated: false };
+        let mut parser = Parser {
+            text,
+            source,
+            diagnostics: Vec::new(),
+            truncated: false,
+        };
         let items = match Grammar::parse(Rule::file, text) {
             Ok(mut pairs) => parser.file(pairs.next().expect("file rule yields one pair")),
             // The grammar accepts any text (junk rules); this is a safety net.
@@ -67,7 +96,10 @@ impl<'a> Parser<'a> {
                 Vec::new()
             }
         };
-        Parsed { file: File { items }, diagnostics: parser.diagnostics }
+        Parsed {
+            file: File { items },
+            diagnostics: parser.diagnostics,
+        }
     }
 
     fn span(&self, pair: &Pair<'_, Rule>) -> Span {
@@ -76,7 +108,10 @@ impl<'a> Parser<'a> {
     }
 
     fn spanned(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
-        Spanned { value: pair.as_str().to_owned(), span: self.span(pair) }
+        Spanned {
+            value: pair.as_str().to_owned(),
+            span: self.span(pair),
+        }
     }
 
     fn file(&mut self, pair: Pair<'_, Rule>) -> Vec<Item> {
@@ -99,14 +134,24 @@ impl<'a> Parser<'a> {
         let rule = pair.as_rule();
         let mut inner = pair.into_inner();
         match rule {
-            Rule::comment => Item::Comment(Spanned { value: self.text[span.start..span.end].to_owned(), span }),
+            Rule::comment => Item::Comment(Spanned {
+                value: self.text[span.start..span.end].to_owned(),
+                span,
+            }),
             Rule::scenario_decl => {
                 let name = inner.nth(1).expect("scenario name");
-                Item::Scenario { name: self.name(&name), span }
+                Item::Scenario {
+                    name: self.name(&name),
+                    span,
+                }
             }
             Rule::workload_decl => {
                 let name = self.spanned(&inner.nth(1).expect("workload name"));
-                Item::Workload { name, params: inner.map(|w| self.word(w)).collect(), span }
+                Item::Workload {
+                    name,
+                    params: inner.map(|w| self.word(w)).collect(),
+                    span,
+                }
             }
             Rule::consumers_decl => Item::Consumers {
                 names: inner.skip(1).map(|p| self.spanned(&p)).collect(),
@@ -114,11 +159,18 @@ impl<'a> Parser<'a> {
             },
             Rule::set_decl => {
                 let name = self.spanned(&inner.nth(1).expect("setting name"));
-                Item::Set { name, value: inner.map(|w| self.word(w)).collect(), span }
+                Item::Set {
+                    name,
+                    value: inner.map(|w| self.word(w)).collect(),
+                    span,
+                }
             }
             Rule::include_decl => {
                 let path = inner.nth(1).expect("include path");
-                Item::Include { path: self.name(&path), span }
+                Item::Include {
+                    path: self.name(&path),
+                    span,
+                }
             }
             Rule::fragment_decl => {
                 let name = self.spanned(&inner.nth(1).expect("fragment name"));
@@ -128,19 +180,29 @@ impl<'a> Parser<'a> {
             Rule::load_phase => {
                 let duration = self.quantity(&inner.nth(2).expect("load duration"));
                 let body = self.block(inner.next().expect("load block"));
-                Item::Load { duration, body, span }
+                Item::Load {
+                    duration,
+                    body,
+                    span,
+                }
             }
             Rule::quiet_phase => {
                 let duration = self.quantity(&inner.nth(1).expect("quiet duration"));
                 let body = inner.next().map(|b| self.block(b));
-                Item::Quiet { duration, body, span }
+                Item::Quiet {
+                    duration,
+                    body,
+                    span,
+                }
             }
-            Rule::drain_phase => {
-                Item::Drain { timeout: self.quantity(&inner.nth(2).expect("drain timeout")), span }
-            }
-            Rule::expect_decl => {
-                Item::Expect { words: inner.skip(1).map(|w| self.word(w)).collect(), span }
-            }
+            Rule::drain_phase => Item::Drain {
+                timeout: self.quantity(&inner.nth(2).expect("drain timeout")),
+                span,
+            },
+            Rule::expect_decl => Item::Expect {
+                words: inner.skip(1).map(|w| self.word(w)).collect(),
+                span,
+            },
             Rule::assert_decl => Item::Assert(self.assert(inner, span)),
             Rule::action => Item::StrayAction(self.action(inner, span)),
             other => unreachable!("not a top-level rule: {other:?}"),
@@ -158,7 +220,12 @@ impl<'a> Parser<'a> {
                 other => unreachable!("not part of an assertion: {other:?}"),
             }
         }
-        Assert { name, expectation, sql: fence.expect("assert has a fence"), span }
+        Assert {
+            name,
+            expectation,
+            sql: fence.expect("assert has a fence"),
+            span,
+        }
     }
 
     fn expectation(&self, pair: Pair<'_, Rule>) -> Spanned<Expectation> {
@@ -179,7 +246,10 @@ impl<'a> Parser<'a> {
                     other => unreachable!("cmp_op matched {other}"),
                 };
                 let number = parts.next().expect("number").as_str();
-                Expectation::Compare { op, value: number.parse().expect("grammar checked digits") }
+                Expectation::Compare {
+                    op,
+                    value: number.parse().expect("grammar checked digits"),
+                }
             }
             other => unreachable!("not an expectation: {other:?}"),
         };
@@ -197,7 +267,11 @@ impl<'a> Parser<'a> {
                 other => unreachable!("not part of a fence: {other:?}"),
             }
         }
-        Fence { lang, body: body.expect("fence body"), span }
+        Fence {
+            lang,
+            body: body.expect("fence body"),
+            span,
+        }
     }
 
     fn block(&mut self, pair: Pair<'_, Rule>) -> Block {
@@ -214,14 +288,22 @@ impl<'a> Parser<'a> {
                 )),
                 Rule::use_stmt => {
                     let name = self.spanned(&inner.into_inner().nth(1).expect("fragment name"));
-                    statements.push(Statement::Use { name, span: inner_span });
+                    statements.push(Statement::Use {
+                        name,
+                        span: inner_span,
+                    });
                 }
                 Rule::window => {
                     let mut parts = inner.into_inner();
                     let from = self.quantity(&parts.nth(1).expect("window start"));
                     let to = self.quantity(&parts.nth(1).expect("window end"));
                     let body = self.block(parts.next().expect("window block"));
-                    statements.push(Statement::Window { from, to, body, span: inner_span });
+                    statements.push(Statement::Window {
+                        from,
+                        to,
+                        body,
+                        span: inner_span,
+                    });
                 }
                 other => unreachable!("not a statement: {other:?}"),
             }
@@ -239,7 +321,11 @@ impl<'a> Parser<'a> {
                 words.push(self.word(pair));
             }
         }
-        Action { words, schedule, span }
+        Action {
+            words,
+            schedule,
+            span,
+        }
     }
 
     fn schedule(&self, pair: Pair<'_, Rule>) -> Schedule {
@@ -250,14 +336,20 @@ impl<'a> Parser<'a> {
             let rule = part.as_rule();
             let mut inner = part.into_inner();
             match rule {
-                Rule::at_sched => timing = Some(Timing::At(self.quantity(&inner.nth(1).expect("at")))),
+                Rule::at_sched => {
+                    timing = Some(Timing::At(self.quantity(&inner.nth(1).expect("at"))))
+                }
                 Rule::every_sched => {
                     let value = inner.nth(1).expect("every period");
                     timing = Some(match self.word(value) {
-                        Word::Jittered { base, jitter, .. } => {
-                            Timing::Every { period: base, jitter: Some(jitter) }
-                        }
-                        Word::Quantity(period) => Timing::Every { period, jitter: None },
+                        Word::Jittered { base, jitter, .. } => Timing::Every {
+                            period: base,
+                            jitter: Some(jitter),
+                        },
+                        Word::Quantity(period) => Timing::Every {
+                            period,
+                            jitter: None,
+                        },
                         other => unreachable!("every takes a quantity: {other:?}"),
                     });
                 }
@@ -270,7 +362,11 @@ impl<'a> Parser<'a> {
                 other => unreachable!("not part of a schedule: {other:?}"),
             }
         }
-        Schedule { timing, chance, span }
+        Schedule {
+            timing,
+            chance,
+            span,
+        }
     }
 
     fn word(&self, pair: Pair<'_, Rule>) -> Word {
@@ -312,7 +408,10 @@ impl<'a> Parser<'a> {
                 value.push(c);
             }
         }
-        Spanned { value, span: self.span(pair) }
+        Spanned {
+            value,
+            span: self.span(pair),
+        }
     }
 
     fn quantity(&self, pair: &Pair<'_, Rule>) -> Quantity {
@@ -321,7 +420,7 @@ impl<'a> Parser<'a> {
         let mut unit = None;
         for part in pair.clone().into_inner() {
             match part.as_rule() {
-                Rule::number => number = part.as_str().to_owned(),
+                Rule::number => part.as_str().clone_into(&mut number),
                 Rule::unit => unit = Some(part.as_str().to_owned()),
                 other => unreachable!("not part of a quantity: {other:?}"),
             }
@@ -351,7 +450,10 @@ impl<'a> Parser<'a> {
             // Cannot happen: the strict rule failed on this text in context.
             // Report the region rather than lose it.
             Ok(_) => Code::Syntax
-                .at(Span::new(self.source, offset, offset + junk.len()), "this statement cannot be read here")
+                .at(
+                    Span::new(self.source, offset, offset + junk.len()),
+                    "this statement cannot be read here",
+                )
                 .label("not understood"),
         };
         self.diagnostics.push(diagnostic);
@@ -368,7 +470,10 @@ impl<'a> Parser<'a> {
         let best = did_you_mean(word, crate::analyzer::TOP_KEYWORDS.iter().copied())?;
         Some(
             Code::UnknownItem
-                .at(Span::new(self.source, offset, offset + word.len()), format!("`{word}` does not start a scenario item"))
+                .at(
+                    Span::new(self.source, offset, offset + word.len()),
+                    format!("`{word}` does not start a scenario item"),
+                )
                 .label("unknown word")
                 .help(format!("did you mean `{best}`?")),
         )
@@ -378,7 +483,8 @@ impl<'a> Parser<'a> {
     /// fence or block swallows the rest of the file, so parsing stops there.
     fn unclosed(&mut self, offset: usize, junk: &str) -> Option<Diagnostic> {
         let rest = &self.text[offset..];
-        let at = |start: usize, len: usize| Span::new(self.source, offset + start, offset + start + len);
+        let at =
+            |start: usize, len: usize| Span::new(self.source, offset + start, offset + start + len);
         let mut depth: Vec<usize> = Vec::new();
         let bytes = junk.as_bytes();
         let mut i = 0;
@@ -386,7 +492,9 @@ impl<'a> Parser<'a> {
             match bytes[i] {
                 b'#' => break,
                 b'"' => {
-                    let close = junk[i + 1..].find(['"', '\n']).filter(|&j| junk.as_bytes()[i + 1 + j] == b'"');
+                    let close = junk[i + 1..]
+                        .find(['"', '\n'])
+                        .filter(|&j| junk.as_bytes()[i + 1 + j] == b'"');
                     match close {
                         Some(j) => i += j + 2,
                         None => {
@@ -399,9 +507,10 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                b'`' if junk[i..].starts_with("```") => match rest[i + 3..].find("```") {
-                    Some(j) => i += j + 6,
-                    None => {
+                b'`' if junk[i..].starts_with("```") => {
+                    if let Some(j) = rest[i + 3..].find("```") {
+                        i += j + 6
+                    } else {
                         self.truncated = true;
                         return Some(
                             Code::UnclosedFence
@@ -410,10 +519,13 @@ impl<'a> Parser<'a> {
                                 .help("end the SQL with ``` on a line of its own"),
                         );
                     }
-                },
-                b'<' if junk[i + 1..].trim_start_matches([' ', '\t']).starts_with(|c: char| {
-                    c == '\n' || c == '\r' || c == '#' || c.is_ascii_alphabetic()
-                }) || junk[i + 1..].trim().is_empty() =>
+                }
+                b'<' if junk[i + 1..]
+                    .trim_start_matches([' ', '\t'])
+                    .starts_with(|c: char| {
+                        c == '\n' || c == '\r' || c == '#' || c.is_ascii_alphabetic()
+                    })
+                    || junk[i + 1..].trim().is_empty() =>
                 {
                     depth.push(i);
                     i += 1;
@@ -437,7 +549,12 @@ impl<'a> Parser<'a> {
         )
     }
 
-    fn pest_error(&self, error: &pest::error::Error<Rule>, offset: usize, text: &str) -> Diagnostic {
+    fn pest_error(
+        &self,
+        error: &pest::error::Error<Rule>,
+        offset: usize,
+        text: &str,
+    ) -> Diagnostic {
         let pos = match error.location {
             InputLocation::Pos(p) | InputLocation::Span((p, _)) => p,
         };
@@ -452,8 +569,8 @@ impl<'a> Parser<'a> {
         } else {
             format!("`{found}`")
         };
-        let help = did_you_mean(&found, keywords.iter().copied())
-            .map(|k| format!("did you mean `{k}`?"));
+        let help =
+            did_you_mean(found, keywords.iter().copied()).map(|k| format!("did you mean `{k}`?"));
         Code::Syntax
             .at(span, format!("expected {expected}, found {shown}"))
             .label(format!("expected {expected}"))
@@ -507,12 +624,15 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
     let kw = |word: &'static str, text: &'static str| (text, Some(word));
     match rule {
         Rule::EOI => ("the end of the file", None),
-        Rule::file | Rule::top_item | Rule::top_item_only | Rule::junk_top => {
-            ("a scenario item (`under load`, `workload`, `assert`, …)", None)
-        }
-        Rule::statement | Rule::statement_only | Rule::junk_stmt | Rule::action | Rule::action_word => {
-            ("a fault such as `kill consumer`", None)
-        }
+        Rule::file | Rule::top_item | Rule::top_item_only | Rule::junk_top => (
+            "a scenario item (`under load`, `workload`, `assert`, …)",
+            None,
+        ),
+        Rule::statement
+        | Rule::statement_only
+        | Rule::junk_stmt
+        | Rule::action
+        | Rule::action_word => ("a fault such as `kill consumer`", None),
         Rule::nl | Rule::sep => ("a new line or `;`", None),
         Rule::comment => ("a comment", None),
         Rule::scenario_decl => ("`scenario NAME`", None),
@@ -528,16 +648,16 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         Rule::assert_decl => ("an `assert \"NAME\" ```…```` assertion", None),
         Rule::expectation => ("`expect true`, `expect empty` or `expect < N`", None),
         Rule::comparison | Rule::cmp_op => ("a comparison such as `<= 100`", None),
-        Rule::name => ("a name", None),
         Rule::block => ("a block `< … >`", None),
         Rule::block_open => ("`<` to open a block", None),
         Rule::block_end => ("`>` to close the block", None),
         Rule::window => ("`between START and END < … >`", None),
         Rule::use_stmt => ("`use FRAGMENT`", None),
         Rule::plain_word => ("a word or a number", None),
-        Rule::schedule_start | Rule::schedule => {
-            ("a schedule (`at 5s`, `every 2s`, `3 times randomly`, `with chance 30%`)", None)
-        }
+        Rule::schedule_start | Rule::schedule => (
+            "a schedule (`at 5s`, `every 2s`, `3 times randomly`, `with chance 30%`)",
+            None,
+        ),
         Rule::at_sched => ("`at DURATION`", None),
         Rule::every_sched => ("`every DURATION`", None),
         Rule::random_sched => ("`N times randomly`", None),
@@ -547,7 +667,7 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         }
         Rule::unit => ("a unit (`ms`, `s`, `m`, `h`, `%`, `/s`)", None),
         Rule::jitter_sign => ("`±`", None),
-        Rule::ident | Rule::ident_char => ("a name", None),
+        Rule::ident | Rule::ident_char | Rule::name => ("a name", None),
         Rule::string | Rule::string_inner | Rule::escape => ("a string in double quotes", None),
         Rule::fence | Rule::fence_lang | Rule::fence_body => ("a ```-fenced SQL query", None),
         Rule::kw_scenario => kw("scenario", "`scenario`"),

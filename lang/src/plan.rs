@@ -44,7 +44,11 @@ pub enum Phase {
     Quiet { duration_ms: u64, span: Span },
     /// Wait until the stream is provably drained, at most `timeout_ms`;
     /// `implicit` when lossproof added the final drain itself.
-    Drain { timeout_ms: u64, implicit: bool, span: Span },
+    Drain {
+        timeout_ms: u64,
+        implicit: bool,
+        span: Span,
+    },
 }
 
 impl Phase {
@@ -62,7 +66,11 @@ impl Phase {
         match self {
             Phase::Load { duration_ms, .. } => format!("under load {}", show_ms(*duration_ms)),
             Phase::Quiet { duration_ms, .. } => format!("quiet {}", show_ms(*duration_ms)),
-            Phase::Drain { timeout_ms, implicit, .. } => format!(
+            Phase::Drain {
+                timeout_ms,
+                implicit,
+                ..
+            } => format!(
                 "drain within {}{}",
                 show_ms(*timeout_ms),
                 if *implicit { " (implicit)" } else { "" }
@@ -96,9 +104,16 @@ pub struct PlannedAction {
 pub enum PlannedSchedule {
     /// No schedule written: once, at a random offset within the window.
     Once,
-    At { offset_ms: u64 },
-    Every { period_ms: u64, jitter_ms: u64 },
-    Randomly { times: u64 },
+    At {
+        offset_ms: u64,
+    },
+    Every {
+        period_ms: u64,
+        jitter_ms: u64,
+    },
+    Randomly {
+        times: u64,
+    },
 }
 
 /// `consumer`, `consumer careless`, `broker`, …
@@ -139,7 +154,7 @@ pub enum SettingValue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assertion {
     pub name: String,
-    /// DataFusion SQL over `diff`, `summary`, `source_rows`, `lake_rows`, `faults`.
+    /// `DataFusion` SQL over `diff`, `summary`, `source_rows`, `lake_rows`, `faults`.
     pub sql: String,
     pub expect: Expectation,
     pub span: Span,
@@ -153,20 +168,21 @@ pub fn show_ms(ms: u64) -> String {
     if ms == 0 {
         return "0s".to_owned();
     }
-    if ms % 1000 != 0 {
-        return if ms >= 1000 { format!("{}.{:03}s", ms / 1000, ms % 1000) } else { format!("{ms}ms") };
+    if !ms.is_multiple_of(1000) {
+        return if ms >= 1000 {
+            format!("{}.{:03}s", ms / 1000, ms % 1000)
+        } else {
+            format!("{ms}ms")
+        };
     }
     let s = ms / 1000;
     let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 {
-        out.push_str(&format!("{s}s"));
-    }
-    out
+    [(h, "h"), (m, "m"), (s, "s")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .fold(String::new(), |mut out, (n, unit)| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{n}{unit}");
+            out
+        })
 }

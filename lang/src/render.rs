@@ -15,18 +15,32 @@ pub struct Style {
 
 impl Style {
     /// What snapshot tests use: no colour, 100 columns.
-    pub const PLAIN: Style = Style { color: false, width: 100 };
+    pub const PLAIN: Style = Style {
+        color: false,
+        width: 100,
+    };
 }
 
 /// Render every diagnostic, in order.
+///
+/// # Panics
+/// Never in practice: rendering writes into a `String`.
 #[must_use]
 pub fn render(sources: &[Source], diagnostics: &[Diagnostic], style: Style) -> String {
-    let theme = if style.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(style.width).with_links(false);
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_links(false);
     let mut out = String::new();
     for diagnostic in diagnostics {
         let shown = Shown::new(sources, diagnostic);
-        handler.render_report(&mut out, &shown).expect("rendering into a String cannot fail");
+        handler
+            .render_report(&mut out, &shown)
+            .expect("rendering into a String cannot fail");
     }
     out
 }
@@ -112,7 +126,9 @@ impl miette::Diagnostic for Shown<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {

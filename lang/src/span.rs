@@ -23,7 +23,11 @@ impl Span {
     /// The smallest span covering both.
     #[must_use]
     pub fn to(self, other: Span) -> Span {
-        Span::new(self.source, self.start.min(other.start), self.end.max(other.end))
+        Span::new(
+            self.source,
+            self.start.min(other.start),
+            self.end.max(other.end),
+        )
     }
 
     #[must_use]

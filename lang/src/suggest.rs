@@ -4,7 +4,10 @@
 /// typo: at most one edit for short words, about a third of the word for
 /// longer ones.
 #[must_use]
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     if word.is_empty() {
         return None;
     }
@@ -20,7 +23,7 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
 
 /// `did you mean `x`?` as help text, or a list of the valid choices.
 #[must_use]
-pub fn help_for<'a>(word: &str, candidates: &[&'a str], what: &str) -> String {
+pub fn help_for(word: &str, candidates: &[&str], what: &str) -> String {
     match did_you_mean(word, candidates.iter().copied()) {
         Some(best) => format!("did you mean `{best}`?"),
         None => format!("{what}: {}", list(candidates)),

@@ -1,6 +1,6 @@
 //! A plan plus a seed -> every fault occurrence at a concrete offset.
 //!
-//! Each action draws from its own ChaCha stream (the seed, stream = action
+//! Each action draws from its own `ChaCha` stream (the seed, stream = action
 //! index), so the same seed always yields the same timeline, and editing one
 //! action never moves another's occurrences.
 
@@ -60,9 +60,11 @@ fn offsets(action: &PlannedAction, rng: &mut ChaCha8Rng) -> Vec<u64> {
     let mut within: Vec<u64> = match action.schedule {
         PlannedSchedule::Once => vec![below(rng, length)],
         PlannedSchedule::At { offset_ms } => vec![offset_ms],
-        PlannedSchedule::Every { period_ms, jitter_ms } => (1..)
+        PlannedSchedule::Every {
+            period_ms,
+            jitter_ms,
+        } => (1..=(length - 1) / period_ms)
             .map(|k| k * period_ms)
-            .take_while(|t| *t < length)
             .map(|t| {
                 if jitter_ms == 0 {
                     t

@@ -39,7 +39,10 @@ pub fn duration_ms(q: &Quantity) -> Result<u64, Diagnostic> {
     let scaled = digits.checked_mul(factor).ok_or_else(|| too_big(q))?;
     if scaled % scale != 0 {
         return Err(Code::BadNumber
-            .at(q.span, format!("`{}` is not a whole number of milliseconds", q.text()))
+            .at(
+                q.span,
+                format!("`{}` is not a whole number of milliseconds", q.text()),
+            )
             .label("finer than 1ms")
             .help("lossproof schedules in whole milliseconds"));
     }
@@ -72,7 +75,10 @@ pub fn rate_per_s(q: &Quantity) -> Result<f64, Diagnostic> {
 pub fn count(q: &Quantity) -> Result<u64, Diagnostic> {
     if let Some(unit) = &q.unit {
         return Err(Code::WrongUnit
-            .at(q.span, format!("`{}` is a count: it takes no unit", q.text()))
+            .at(
+                q.span,
+                format!("`{}` is a count: it takes no unit", q.text()),
+            )
             .label(format!("unexpected unit `{unit}`"))
             .help(format!("write `{}`", q.number)));
     }
@@ -84,5 +90,7 @@ pub fn count(q: &Quantity) -> Result<u64, Diagnostic> {
 }
 
 fn too_big(q: &Quantity) -> Diagnostic {
-    Code::BadNumber.at(q.span, format!("`{}` is too large", q.text())).label("out of range")
+    Code::BadNumber
+        .at(q.span, format!("`{}` is too large", q.text()))
+        .label("out of range")
 }

@@ -75,7 +75,7 @@ impl TableSig {
 #[derive(Debug, Clone, Copy)]
 pub struct ColumnSig {
     pub name: &'static str,
-    /// The PostgreSQL type, e.g. `numeric(10,2)`.
+    /// The `PostgreSQL` type, e.g. `numeric(10,2)`.
     pub sql_type: &'static str,
     /// The type `widen` changes it to, if it can be widened.
     pub widens_to: Option<&'static str>,
@@ -191,7 +191,9 @@ pub fn compile_pattern(pattern: &'static str) -> Vec<PatternPart> {
             token = rest;
         }
         if !token.is_empty() {
-            let part = if let Some(param) = token.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            let part = if let Some(param) =
+                token.strip_prefix('{').and_then(|t| t.strip_suffix('}'))
+            {
                 let (name, kind) = param.split_once(':').unwrap_or((param, param));
                 let kind = ParamKind::parse(kind)
                     .unwrap_or_else(|| panic!("unknown parameter kind `{kind}` in `{pattern}`"));
@@ -244,7 +246,10 @@ mod tests {
         assert_eq!(
             parts[3],
             PatternPart::Optional(vec![
-                PatternPart::Param { name: "times", kind: ParamKind::Count },
+                PatternPart::Param {
+                    name: "times",
+                    kind: ParamKind::Count
+                },
                 PatternPart::Literal("times"),
             ])
         );
@@ -286,7 +291,10 @@ impl Words {
                 }
             }
         }
-        let keywords: Vec<String> = crate::parser::KEYWORDS.iter().map(|k| (*k).to_owned()).collect();
+        let keywords: Vec<String> = crate::parser::KEYWORDS
+            .iter()
+            .map(|k| (*k).to_owned())
+            .collect();
         let targets: Vec<String> = vocab.targets().iter().map(|t| t.name.to_owned()).collect();
         let mut faults = Vec::new();
         for fault in vocab.faults() {
@@ -315,8 +323,10 @@ impl Words {
                 }
             }
         }
-        let mut workload_params: Vec<String> =
-            ["rate", "connections", "customers", "mix"].iter().map(|s| (*s).to_owned()).collect();
+        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "mix"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
         for workload in vocab.workloads() {
             for op in workload.operations {
                 push(&mut workload_params, op);
@@ -326,12 +336,23 @@ impl Words {
             faults,
             fault_words,
             targets,
-            consumers: vocab.consumers().iter().map(|c| c.name.to_owned()).collect(),
-            workloads: vocab.workloads().iter().map(|w| w.name.to_owned()).collect(),
+            consumers: vocab
+                .consumers()
+                .iter()
+                .map(|c| c.name.to_owned())
+                .collect(),
+            workloads: vocab
+                .workloads()
+                .iter()
+                .map(|w| w.name.to_owned())
+                .collect(),
             workload_params,
             shorthands,
             settings: vocab.settings().iter().map(|s| s.name.to_owned()).collect(),
-            units: ["ms", "s", "m", "h"].iter().map(|s| (*s).to_owned()).collect(),
+            units: ["ms", "s", "m", "h"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
             keywords,
         }
     }

@@ -44,7 +44,10 @@ impl Vocabulary for Stdlib {
         settings::SETTINGS
     }
     fn builtin_file(&self, path: &str) -> Option<&'static str> {
-        BUILTIN_FILES.iter().find(|(p, _)| *p == path).map(|(_, text)| *text)
+        BUILTIN_FILES
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, text)| *text)
     }
 }
 
@@ -58,7 +61,11 @@ mod tests {
     fn every_pattern_compiles_and_names_are_unique() {
         let mut names = std::collections::HashSet::new();
         for fault in Stdlib.faults() {
-            assert!(names.insert(fault.name), "fault `{}` registered twice", fault.name);
+            assert!(
+                names.insert(fault.name),
+                "fault `{}` registered twice",
+                fault.name
+            );
             assert!(!compile_pattern(fault.pattern).is_empty());
         }
         for shorthand in Stdlib.shorthands() {

@@ -5,7 +5,10 @@ use lossproof_lang::vocabulary::{SettingKind, SettingSig};
 pub const SETTINGS: &[SettingSig] = &[
     SettingSig {
         name: "consumer_batch",
-        kind: SettingKind::Count { min: 1, max: 100_000 },
+        kind: SettingKind::Count {
+            min: 1,
+            max: 100_000,
+        },
         default: "500",
         summary: "Most change events a consumer applies in one batch.",
     },

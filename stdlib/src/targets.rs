@@ -3,11 +3,46 @@
 use lossproof_lang::vocabulary::TargetSig;
 
 pub const TARGETS: &[TargetSig] = &[
-    TargetSig { name: "consumer", process: true, takes_consumer: true, summary: "Every consumer under test, or one by name (`consumer careless`)." },
-    TargetSig { name: "connect", process: true, takes_consumer: false, summary: "The Kafka Connect worker process that runs Debezium." },
-    TargetSig { name: "connector", process: false, takes_consumer: false, summary: "The Debezium connector, through the Connect REST API." },
-    TargetSig { name: "broker", process: true, takes_consumer: false, summary: "The Kafka-protocol broker." },
-    TargetSig { name: "postgres", process: true, takes_consumer: false, summary: "The source PostgreSQL server." },
-    TargetSig { name: "registry", process: true, takes_consumer: false, summary: "The schema registry." },
-    TargetSig { name: "compactor", process: true, takes_consumer: false, summary: "The lake compaction job." },
+    TargetSig {
+        name: "consumer",
+        process: true,
+        takes_consumer: true,
+        summary: "Every consumer under test, or one by name (`consumer careless`).",
+    },
+    TargetSig {
+        name: "connect",
+        process: true,
+        takes_consumer: false,
+        summary: "The Kafka Connect worker process that runs Debezium.",
+    },
+    TargetSig {
+        name: "connector",
+        process: false,
+        takes_consumer: false,
+        summary: "The Debezium connector, through the Connect REST API.",
+    },
+    TargetSig {
+        name: "broker",
+        process: true,
+        takes_consumer: false,
+        summary: "The Kafka-protocol broker.",
+    },
+    TargetSig {
+        name: "postgres",
+        process: true,
+        takes_consumer: false,
+        summary: "The source PostgreSQL server.",
+    },
+    TargetSig {
+        name: "registry",
+        process: true,
+        takes_consumer: false,
+        summary: "The schema registry.",
+    },
+    TargetSig {
+        name: "compactor",
+        process: true,
+        takes_consumer: false,
+        summary: "The lake compaction job.",
+    },
 ];

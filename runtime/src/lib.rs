@@ -1,0 +1,29 @@
+//! lossproof's runtime: the local stack and the tools to drive it.
+//!
+//! - [`Stack`]: `up` / `down` / `status` of the local profile, every
+//!   component a child process in its own process group ([`ProcessRecord`]).
+//! - [`ConnectClient`] and [`debezium`]: the Debezium connector of a run, its
+//!   replication slot, and the drained check.
+//!
+//! Depends on `lang/` only (later: the executor and the reconciler).
+
+pub mod component;
+pub mod connect;
+pub mod debezium;
+pub mod error;
+pub mod health;
+pub mod ports;
+pub mod postgres;
+pub mod process;
+pub mod stack;
+pub mod state_dir;
+pub mod tools;
+
+pub use component::Component;
+pub use connect::ConnectClient;
+pub use error::{Error, Result};
+pub use ports::Ports;
+pub use process::ProcessRecord;
+pub use stack::Stack;
+pub use state_dir::StateDir;
+pub use tools::Tools;

@@ -1,0 +1,156 @@
+//! The two PostgreSQL clusters: created with `initdb`, run as a non-root
+//! user (PostgreSQL refuses root), listening only on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nix::unistd::{Uid, User, chown};
+
+use crate::component::Component;
+use crate::error::{Error, IoContext as _, Result};
+use crate::tools::Tools;
+
+/// The user clusters run as when lossproof runs as root.
+const POSTGRES_USER: &str = "postgres";
+
+/// Connect to a cluster of the stack (trust auth on loopback).
+pub async fn connect(port: u16, database: &str) -> Result<tokio_postgres::Client> {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={port} user=postgres dbname={database} connect_timeout=3"),
+        tokio_postgres::NoTls,
+    )
+    .await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// Create `database` if it does not exist.
+pub async fn ensure_database(port: u16, database: &str) -> Result<()> {
+    let client = connect(port, "postgres").await?;
+    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database]).await?.is_some();
+    if !exists {
+        // Identifiers cannot be bound as parameters; `database` is ours, not user input.
+        client.batch_execute(&format!("CREATE DATABASE \"{database}\"")).await?;
+    }
+    Ok(())
+}
+
+/// Make sure the cluster exists; returns its folder. When running as root the
+/// cluster belongs to `postgres`; if that user cannot reach the state dir
+/// (e.g. under a home directory with mode 700), the cluster lives under
+/// `/var/tmp/lossproof-postgres/` instead, keyed by the state dir.
+pub fn prepare(component: Component, component_dir: &Path, state_root: &Path) -> Result<PathBuf> {
+    let dir = if Uid::effective().is_root() {
+        let user = User::from_name(POSTGRES_USER)
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::Setup("no `postgres` user: install postgresql-15 (`bash runtime/bootstrap.sh`)".into()))?;
+        chown(component_dir, Some(user.uid), Some(user.gid)).map_err(std::io::Error::from).context(|| format!("chown {}", component_dir.display()))?;
+        if as_postgres(Command::new("test").arg("-w").arg(component_dir)).status().is_ok_and(|s| s.success()) {
+            component_dir.to_owned()
+        } else {
+            let fallback = PathBuf::from("/var/tmp/lossproof-postgres")
+                .join(format!("{:016x}", fnv(state_root.to_string_lossy().as_bytes())))
+                .join(component.name());
+            std::fs::create_dir_all(&fallback).context(|| format!("create {}", fallback.display()))?;
+            for dir in fallback.ancestors().take(3) {
+                chown(dir, Some(user.uid), Some(user.gid)).map_err(std::io::Error::from).context(|| format!("chown {}", dir.display()))?;
+            }
+            fallback
+        }
+    } else {
+        component_dir.to_owned()
+    };
+    remove_stale_lock(&dir.join("data/postmaster.pid"))?;
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".s.PGSQL.") && name.ends_with(".lock") {
+                remove_stale_lock(&entry.path())?;
+            }
+        }
+    }
+    if !dir.join("data/PG_VERSION").is_file() {
+        let output = as_postgres(Command::new("timeout").arg("120").arg(Tools::postgres("initdb")).args([
+            "-D",
+            &dir.join("data").to_string_lossy(),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        ]))
+        .output()
+        .context(|| "run initdb".to_owned())?;
+        if !output.status.success() {
+            return Err(Error::Setup(format!(
+                "initdb for {component} failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+/// After a SIGKILL the old postmaster can linger as a zombie until init
+/// reaps it, and PostgreSQL takes the zombie's pid in `postmaster.pid` (and
+/// in its socket's lock file) for a live server. A pid that is gone or a
+/// zombie is stale: remove the lock file.
+fn remove_stale_lock(pid_file: &Path) -> Result<()> {
+    let Ok(text) = std::fs::read_to_string(pid_file) else { return Ok(()) };
+    let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<i32>().ok()) else { return Ok(()) };
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).map(str::to_owned));
+    if matches!(state.as_deref(), None | Some("Z" | "X")) {
+        std::fs::remove_file(pid_file).context(|| format!("remove stale {}", pid_file.display()))?;
+    }
+    Ok(())
+}
+
+/// The server command: settings on the command line, so the cluster's own
+/// files stay as `initdb` made them.
+#[must_use]
+pub fn command(component: Component, dir: &Path, port: u16) -> Command {
+    let mut command = as_postgres(Command::new(Tools::postgres("postgres")).arg("-D").arg(dir.join("data")));
+    let mut set = |k: &str, v: &str| {
+        command.arg("-c").arg(format!("{k}={v}"));
+    };
+    set("listen_addresses", "127.0.0.1");
+    set("port", &port.to_string());
+    set("unix_socket_directories", &dir.to_string_lossy());
+    set("max_connections", "200");
+    set("shared_buffers", "64MB");
+    // Test data: a crashed process never loses committed data with fsync
+    // off (only an operating-system crash would), and runs are much faster.
+    set("fsync", "off");
+    set("full_page_writes", "off");
+    if component == Component::SourcePostgres {
+        set("wal_level", "logical");
+        set("max_replication_slots", "32");
+        set("max_wal_senders", "32");
+    }
+    command
+}
+
+/// Run as the `postgres` user when we are root.
+fn as_postgres(command: &mut Command) -> Command {
+    if Uid::effective().is_root() {
+        let mut wrapped = Command::new("runuser");
+        wrapped.args(["-u", POSTGRES_USER, "--"]).arg(command.get_program()).args(command.get_args());
+        wrapped
+    } else {
+        let mut same = Command::new(command.get_program());
+        same.args(command.get_args());
+        same
+    }
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}

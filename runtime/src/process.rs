@@ -1,0 +1,167 @@
+//! Child processes in their own process group, recorded by pid AND start
+//! time, so a recycled pid is never mistaken for ours, and stopped group-wide
+//! (a JVM or a postmaster leaves children that signalling one pid would miss).
+
+use std::fs::File;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IoContext as _, Result};
+
+/// A process lossproof started: the leader of its own process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub pid: i32,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22).
+    pub start_ticks: u64,
+}
+
+impl ProcessRecord {
+    /// Start `command` detached in a new process group, its stdout and stderr
+    /// appended to `log`. The process outlives the caller until stopped.
+    pub fn spawn(command: &mut Command, log: &Path) -> Result<Self> {
+        let out = File::options().create(true).append(true).open(log).context(|| format!("open {}", log.display()))?;
+        let err = out.try_clone().context(|| format!("open {}", log.display()))?;
+        let child = command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .context(|| format!("start {:?}", command.get_program()))?;
+        let pid = i32::try_from(child.id()).expect("pids fit in i32");
+        // Not waited for: the process belongs to the stack, not to this
+        // command; once we exit, init reaps it.
+        drop(child);
+        let start_ticks = start_ticks(pid).unwrap_or(0);
+        Ok(Self { pid, start_ticks })
+    }
+
+    /// Whether this exact process is still running (not a zombie, not a
+    /// different process that got the same pid).
+    #[must_use]
+    pub fn alive(&self) -> bool {
+        match stat(self.pid) {
+            Some((state, ticks)) => state != 'Z' && state != 'X' && ticks == self.start_ticks,
+            None => false,
+        }
+    }
+
+    /// Stop the whole process group: `signal`, up to `grace` to exit, then
+    /// SIGKILL. Returns once the leader is gone (bounded: `grace` + 5s).
+    pub fn stop(&self, signal: Signal, grace: Duration) {
+        if !self.alive() {
+            // The leader is gone; its group may still hold children.
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+            return;
+        }
+        let _ = killpg(Pid::from_raw(self.pid), signal);
+        if !self.wait_gone(grace) {
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+            self.wait_gone(Duration::from_secs(5));
+        }
+        // Stragglers that ignored the signal or were slow to follow the leader.
+        let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+    }
+
+    /// Send `signal` to the group (faults: SIGKILL, SIGSTOP, SIGCONT).
+    pub fn signal(&self, signal: Signal) -> bool {
+        self.alive() && killpg(Pid::from_raw(self.pid), signal).is_ok()
+    }
+
+    fn wait_gone(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if !self.alive() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        !self.alive()
+    }
+
+    /// Resident memory of every process in the group, in bytes.
+    #[must_use]
+    pub fn group_rss_bytes(&self) -> u64 {
+        let page = 4096;
+        let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| pgid(*pid) == Some(self.pid))
+            .filter_map(|pid| {
+                let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+                statm.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .sum::<u64>()
+            * page
+    }
+}
+
+/// (state, start ticks) from `/proc/PID/stat`.
+fn stat(pid: i32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields start
+    // after the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); start time is field 22.
+    Some((fields.first()?.chars().next()?, fields.get(19)?.parse().ok()?))
+}
+
+fn start_ticks(pid: i32) -> Option<u64> {
+    stat(pid).map(|(_, ticks)| ticks)
+}
+
+fn pgid(pid: i32) -> Option<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 2..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawns_in_its_own_group_and_stops_the_whole_group() {
+        let dir = std::env::temp_dir().join(format!("lp-process-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A parent that starts a child and ignores SIGTERM: stop must still
+        // get rid of both, by escalating to SIGKILL on the group.
+        let record = ProcessRecord::spawn(
+            Command::new("bash").args(["-c", "trap '' TERM; sleep 300 & wait"]),
+            &dir.join("log"),
+        )
+        .unwrap();
+        assert!(record.alive());
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(pgid(record.pid), Some(record.pid));
+        let members: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| pgid(*p) == Some(record.pid))
+            .collect();
+        assert!(members.len() >= 2, "parent and child in the group: {members:?}");
+        record.stop(Signal::SIGTERM, Duration::from_millis(300));
+        assert!(!record.alive());
+        std::thread::sleep(Duration::from_millis(100));
+        for pid in members {
+            assert!(matches!(stat(pid), None | Some(('Z', _))), "{pid} survived the group stop");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_recycled_pid_is_not_ours() {
+        let me = i32::try_from(std::process::id()).unwrap();
+        let real = ProcessRecord { pid: me, start_ticks: start_ticks(me).unwrap() };
+        assert!(real.alive());
+        assert!(!ProcessRecord { start_ticks: real.start_ticks + 1, ..real }.alive());
+    }
+}

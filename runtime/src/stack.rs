@@ -1,0 +1,411 @@
+//! The local stack: start, health-check and stop every component as a child
+//! process in its own process group, in a state directory.
+//!
+//! `up` is idempotent: healthy components are left alone, dead ones are
+//! started again, and one left half-started by a killed `up` is stopped and
+//! started afresh. Interrupted (Ctrl-C, SIGTERM), failed or panicking, `up`
+//! stops everything it recorded: nothing is left behind.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::component::Component;
+use crate::connect::{ConnectClient, ConnectorStatus};
+use crate::error::{Error, Result};
+use crate::health::{Health, probe};
+use crate::ports::Ports;
+use crate::process::ProcessRecord;
+use crate::state_dir::{StackRecord, StateDir};
+use crate::tools::{NISSHI_VERSION, Tools};
+use crate::{connect, postgres};
+
+/// The database workloads write to in the source cluster.
+pub const SOURCE_DATABASE: &str = "lossproof";
+/// The broker's storage database.
+const BROKER_DATABASE: &str = "nisshi";
+/// How long a command waits for another to release the state dir.
+const LOCK_WAIT: Duration = Duration::from_secs(120);
+
+pub struct Stack {
+    state: StateDir,
+    tools: Tools,
+    /// The `lossproof` executable: the registry runs as `lossproof registry`.
+    exe: PathBuf,
+    http: reqwest::Client,
+}
+
+/// What `status` reports for one component.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentStatus {
+    pub component: Component,
+    pub pid: Option<i32>,
+    pub port: Option<u16>,
+    /// `healthy`, `unhealthy` or `down`.
+    pub state: &'static str,
+    pub detail: String,
+    pub rss_bytes: u64,
+    pub startup_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotStatus {
+    pub slot: String,
+    pub active: bool,
+    /// Bytes of WAL between the source's current position and what the slot confirmed.
+    pub lag_bytes: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectorReport {
+    pub name: String,
+    pub state: String,
+    pub tasks: Vec<String>,
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    pub state_dir: PathBuf,
+    pub components: Vec<ComponentStatus>,
+    pub connectors: Vec<ConnectorReport>,
+    pub slots: Vec<SlotStatus>,
+}
+
+impl StatusReport {
+    #[must_use]
+    pub fn all_healthy(&self) -> bool {
+        self.components.iter().all(|c| c.state == "healthy")
+    }
+}
+
+impl Stack {
+    pub fn open(state_root: &Path) -> Result<Self> {
+        let exe = std::env::current_exe().map_err(|e| Error::Setup(format!("cannot find the lossproof executable: {e}")))?;
+        Ok(Self {
+            state: StateDir::open(state_root)?,
+            tools: Tools::from_env(),
+            exe,
+            http: reqwest::Client::builder().timeout(Duration::from_secs(3)).build().expect("http client"),
+        })
+    }
+
+    #[must_use]
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// The recorded ports, once `up` has chosen them.
+    pub fn ports(&self) -> Result<Ports> {
+        self.state.load()?.ports.ok_or_else(|| Error::Setup("the stack was never started: run `lossproof up`".into()))
+    }
+
+    /// Bring every component to healthy. `progress` receives one line per step.
+    pub async fn up(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+        let _lock = self.state.lock(LOCK_WAIT)?;
+        if !self.tools.complete() {
+            self.tools.bootstrap()?;
+        }
+        let mut guard = CleanupOnPanic { state: self.state.clone(), armed: true };
+        let result = tokio::select! {
+            result = self.up_locked(progress) => result,
+            () = interrupted() => Err(Error::Interrupted),
+        };
+        if result.is_err() {
+            progress("stopping what was started");
+            self.stop_all(progress)?;
+        }
+        guard.armed = false;
+        result
+    }
+
+    async fn up_locked(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+        let mut record = self.state.load()?;
+        let ports = match record.ports {
+            Some(ports) => ports,
+            None => {
+                let ports = Ports::allocate()?;
+                record.ports = Some(ports);
+                self.state.save(&record)?;
+                ports
+            }
+        };
+        for component in Component::ALL {
+            if let Some(process) = record.processes.get(&component).copied() {
+                if process.alive() && self.healthy_within(component, &ports, Duration::from_secs(5)).await {
+                    progress(&format!("{component:<16} already running (pid {})", process.pid));
+                    continue;
+                }
+                // Dead, or alive but not answering (left by an interrupted
+                // `up`, or frozen): stop its whole group and start afresh.
+                process.stop(component.stop_signal(), component.stop_grace());
+                record.processes.remove(&component);
+                self.state.save(&record)?;
+            }
+            let started = Instant::now();
+            progress(&format!("{component:<16} starting on 127.0.0.1:{}", component.port(&ports)));
+            let process = self.start(component, &ports, &mut record)?;
+            record.processes.insert(component, process);
+            self.state.save(&record)?;
+            self.wait_healthy(component, &ports, process).await?;
+            self.after_start(component, &ports).await?;
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            record.startup_ms.insert(component, ms);
+            self.state.save(&record)?;
+            progress(&format!("{component:<16} healthy in {:.1}s (pid {})", ms as f64 / 1000.0, process.pid));
+        }
+        Ok(())
+    }
+
+    fn start(&self, component: Component, ports: &Ports, record: &mut StackRecord) -> Result<ProcessRecord> {
+        let dir = self.state.component_dir(component)?;
+        let log = self.state.log_path(component);
+        let mut command: Command = match component {
+            Component::SourcePostgres | Component::BrokerPostgres => {
+                let home = postgres::prepare(component, &dir, self.state.root())?;
+                record.postgres_dirs.insert(component, home.clone());
+                let command = postgres::command(component, &home, component.port(ports));
+                // The log file must be writable by the `postgres` user too:
+                // create it now, as its folder's owner.
+                let _ = std::fs::File::options().create(true).append(true).open(&log);
+                if let Ok(meta) = std::fs::metadata(&dir) {
+                    use std::os::unix::fs::MetadataExt as _;
+                    let _ = nix::unistd::chown(&log, Some(meta.uid().into()), Some(meta.gid().into()));
+                }
+                command
+            }
+            Component::Broker => {
+                let nisshi = self.tools.nisshi();
+                if !nisshi.is_file() {
+                    return Err(Error::Missing(nisshi));
+                }
+                let listener = format!("tcp://127.0.0.1:{}", ports.broker);
+                let mut command = Command::new(nisshi);
+                command
+                    .arg("broker")
+                    .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
+                    .arg("--storage-engine")
+                    .arg(format!("postgres://postgres@127.0.0.1:{}/{BROKER_DATABASE}", ports.broker_postgres))
+                    .args(["--group-initial-rebalance-delay", "0s"]);
+                command
+            }
+            Component::Registry => {
+                let mut command = Command::new(&self.exe);
+                command
+                    .arg("registry")
+                    .arg("--listen")
+                    .arg(format!("127.0.0.1:{}", ports.registry))
+                    .arg("--state")
+                    .arg(&dir);
+                command
+            }
+            Component::Connect => connect::command(&dir, ports, &self.tools)?,
+        };
+        ProcessRecord::spawn(&mut command, &log)
+    }
+
+    async fn wait_healthy(&self, component: Component, ports: &Ports, process: ProcessRecord) -> Result<()> {
+        let deadline = Instant::now() + component.start_timeout();
+        let mut last = Health::Unhealthy { reason: "not probed yet".into() };
+        while Instant::now() < deadline {
+            if !process.alive() {
+                return Err(Error::NotHealthy {
+                    component: component.name().into(),
+                    timeout_s: component.start_timeout().as_secs(),
+                    reason: format!("the process exited; last log lines:\n{}", self.tail(component, 15)),
+                    log: self.state.log_path(component),
+                });
+            }
+            last = probe(component, ports, &self.http).await;
+            if last.is_healthy() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(Error::NotHealthy {
+            component: component.name().into(),
+            timeout_s: component.start_timeout().as_secs(),
+            reason: format!("{last:?}"),
+            log: self.state.log_path(component),
+        })
+    }
+
+    async fn healthy_within(&self, component: Component, ports: &Ports, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if probe(component, ports, &self.http).await.is_healthy() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn after_start(&self, component: Component, ports: &Ports) -> Result<()> {
+        match component {
+            Component::SourcePostgres => postgres::ensure_database(ports.source_postgres, SOURCE_DATABASE).await,
+            Component::BrokerPostgres => postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Stop every component, in reverse start order. Data stays, so the next
+    /// `up` is quick; `purge` also deletes the state dir.
+    pub fn down(&self, purge: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+        let _lock = self.state.lock(LOCK_WAIT)?;
+        self.stop_all(progress)?;
+        if purge {
+            let record = self.state.load()?;
+            for dir in record.postgres_dirs.values() {
+                if !dir.starts_with(self.state.root()) {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            std::fs::remove_dir_all(self.state.root())
+                .map_err(|e| Error::Io { what: format!("remove {}", self.state.root().display()), source: e })?;
+            progress("state dir removed");
+        }
+        Ok(())
+    }
+
+    fn stop_all(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+        let mut record = self.state.load()?;
+        for component in Component::ALL.into_iter().rev() {
+            if let Some(process) = record.processes.remove(&component) {
+                let was_alive = process.alive();
+                process.stop(component.stop_signal(), component.stop_grace());
+                progress(&format!("{component:<16} {}", if was_alive { "stopped" } else { "was not running" }));
+                self.state.save(&record)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop one component with SIGKILL or start it again: for faults, and
+    /// for tests of detection and recovery.
+    pub fn process(&self, component: Component) -> Result<Option<ProcessRecord>> {
+        Ok(self.state.load()?.processes.get(&component).copied())
+    }
+
+    /// Every component's pid, port, health and version; connectors and their
+    /// tasks; replication slots and their lag. Probes run concurrently and
+    /// are each bounded, so this answers within seconds.
+    pub async fn status(&self) -> Result<StatusReport> {
+        let record = self.state.load()?;
+        let ports = record.ports;
+        let probes = Component::ALL.map(|component| {
+            let process = record.processes.get(&component).copied();
+            let http = self.http.clone();
+            async move {
+                let alive = process.is_some_and(|p| p.alive());
+                let health = match (alive, ports) {
+                    (true, Some(ports)) => Some(probe(component, &ports, &http).await),
+                    _ => None,
+                };
+                (component, process, alive, health)
+            }
+        });
+        let mut components = Vec::new();
+        for (component, process, alive, health) in futures_join(probes).await {
+            let (state, detail) = match health {
+                _ if !alive => ("down", process.map_or("never started".to_owned(), |p| format!("pid {} is gone", p.pid))),
+                Some(Health::Healthy { version }) => ("healthy", version),
+                Some(Health::Unhealthy { reason }) => ("unhealthy", reason),
+                None => ("down", "no ports recorded".to_owned()),
+            };
+            components.push(ComponentStatus {
+                component,
+                pid: process.filter(|_| alive).map(|p| p.pid),
+                port: ports.map(|p| component.port(&p)),
+                state,
+                detail,
+                rss_bytes: process.filter(|_| alive).map_or(0, |p| p.group_rss_bytes()),
+                startup_ms: record.startup_ms.get(&component).copied(),
+            });
+        }
+        let healthy = |c: Component| components.iter().any(|s| s.component == c && s.state == "healthy");
+        let mut connectors = Vec::new();
+        let mut slots = Vec::new();
+        if let Some(ports) = ports {
+            if healthy(Component::Connect) {
+                for (name, status) in ConnectClient::new(ports.connect).all().await.unwrap_or_default() {
+                    let status = status.unwrap_or(ConnectorStatus { connector: "UNKNOWN".into(), tasks: vec![], failure: None });
+                    connectors.push(ConnectorReport { name, state: status.connector, tasks: status.tasks, failure: status.failure });
+                }
+            }
+            if healthy(Component::SourcePostgres)
+                && let Ok(client) = postgres::connect(ports.source_postgres, "postgres").await
+            {
+                let rows = client
+                    .query(
+                        "SELECT slot_name::text, active, pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint \
+                         FROM pg_replication_slots ORDER BY slot_name",
+                        &[],
+                    )
+                    .await
+                    .unwrap_or_default();
+                slots = rows.iter().map(|r| SlotStatus { slot: r.get(0), active: r.get(1), lag_bytes: r.get(2) }).collect();
+            }
+        }
+        Ok(StatusReport { state_dir: self.state.root().to_owned(), components, connectors, slots })
+    }
+
+    /// The last `lines` lines of a component's log.
+    #[must_use]
+    pub fn tail(&self, component: Component, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.state.log_path(component)).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Versions, for the record.
+    #[must_use]
+    pub fn versions() -> BTreeMap<&'static str, String> {
+        BTreeMap::from([
+            ("broker", format!("nisshi {NISSHI_VERSION}")),
+            ("connect", format!("kafka connect + debezium ({})", crate::tools::CONNECT_CLASSPATH)),
+            ("postgres", crate::tools::POSTGRES_BIN.to_owned()),
+        ])
+    }
+}
+
+/// Run futures concurrently and collect their outputs in order.
+async fn futures_join<F: std::future::Future>(futures: [F; 5]) -> Vec<F::Output> {
+    let [a, b, c, d, e] = futures;
+    let (a, b, c, d, e) = tokio::join!(a, b, c, d, e);
+    vec![a, b, c, d, e]
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// If `up` panics, stop every recorded process before the panic unwinds
+/// past it.
+struct CleanupOnPanic {
+    state: StateDir,
+    armed: bool,
+}
+
+impl Drop for CleanupOnPanic {
+    fn drop(&mut self) {
+        if self.armed && std::thread::panicking()
+            && let Ok(record) = self.state.load()
+        {
+            for (component, process) in record.processes.iter().rev() {
+                process.stop(component.stop_signal(), component.stop_grace());
+            }
+            let _ = self.state.save(&StackRecord { processes: BTreeMap::new(), ..record });
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Where the stack's programs are: the cache that `runtime/bootstrap.sh`
+//! fills (default `~/.cache/lossproof`, or `$LOSSPROOF_CACHE`), keyed by version.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::error::{Error, IoContext as _, Result};
+
+pub const NISSHI_VERSION: &str = "0.8.1";
+pub const CONNECT_CLASSPATH: &str = "connect-3.1.1.0-avro-3.6.3.0";
+pub const POSTGRES_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// The bootstrap script, shipped inside the binary so `lossproof up` works
+/// from anywhere.
+const BOOTSTRAP: &str = include_str!("../bootstrap.sh");
+
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub cache: PathBuf,
+}
+
+impl Tools {
+    #[must_use]
+    pub fn from_env() -> Self {
+        let cache = std::env::var_os("LOSSPROOF_CACHE").map_or_else(
+            || PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/lossproof"),
+            PathBuf::from,
+        );
+        Self { cache }
+    }
+
+    #[must_use]
+    pub fn nisshi(&self) -> PathBuf {
+        self.cache.join(format!("tools/nisshi-{NISSHI_VERSION}/bin/nisshi"))
+    }
+
+    #[must_use]
+    pub fn connect_classpath(&self) -> PathBuf {
+        self.cache.join("jars").join(CONNECT_CLASSPATH)
+    }
+
+    #[must_use]
+    pub fn postgres(program: &str) -> PathBuf {
+        PathBuf::from(POSTGRES_BIN).join(program)
+    }
+
+    /// Everything the stack needs is installed.
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        self.nisshi().is_file()
+            && self.connect_classpath().join(".complete").is_file()
+            && Self::postgres("initdb").is_file()
+            && which("java")
+    }
+
+    /// Run the bootstrap (installs what is missing; prints its progress).
+    pub fn bootstrap(&self) -> Result<()> {
+        eprintln!("lossproof: installing the stack's components into {} (once)", self.cache.display());
+        let status = Command::new("timeout")
+            .args(["3600", "bash", "-c", BOOTSTRAP, "bootstrap"])
+            .env("LOSSPROOF_CACHE", &self.cache)
+            .status()
+            .context(|| "run the bootstrap".to_owned())?;
+        if status.success() && self.complete() {
+            Ok(())
+        } else {
+            Err(Error::Setup(format!("the bootstrap failed ({status}); run `bash runtime/bootstrap.sh` to see why")))
+        }
+    }
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}

@@ -1,0 +1,455 @@
+//! Completion: the words that can come next where the cursor is.
+//!
+//! Where the statement's words so far say what comes next (`alter table orders widen ` ->
+//! the widenable columns of `orders`; `set ` -> the settings; `kill ` -> the targets that are
+//! processes), only those are offered. Elsewhere, and at the start of a statement, every word
+//! is: faults, keywords, assertion shorthands, targets, consumers, tables, columns, settings
+//! and workloads.
+
+use std::fmt::Write;
+
+use lossproof_lang::parser::KEYWORDS;
+use lossproof_lang::vocabulary::{
+    ParamKind, PatternPart, SettingKind, SettingSig, Vocabulary, WorkloadSig, compile_pattern,
+    first_word, usage,
+};
+use lossproof_stdlib::Stdlib;
+use tower_lsp_server::ls_types::{
+    CompletionItem, CompletionItemKind, CompletionTextEdit, Documentation, InsertTextFormat,
+    MarkupContent, MarkupKind, TextEdit,
+};
+
+use super::context::{Context, Step, alternatives, follow};
+use super::document::Document;
+use super::keywords;
+use super::position::LineIndex;
+
+/// What to offer at byte `offset` of the document. `snippets`: the client takes snippet
+/// syntax (placeholders in assertion shorthands).
+pub fn complete(document: &Document, offset: usize, snippets: bool) -> Vec<CompletionItem> {
+    let text = document.text();
+    let Some(ctx) = Context::completion(text, offset) else {
+        return Vec::new();
+    };
+    let words = Words {
+        document,
+        workload: document.workload(),
+        snippets,
+    };
+    let mut items = words.specific(&ctx).unwrap_or_else(|| words.everything());
+    let range = LineIndex::new(text).range(ctx.start, ctx.end);
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|item| seen.insert((item.label.clone(), item.detail.clone())));
+    for (i, item) in items.iter_mut().enumerate() {
+        let new_text = item
+            .insert_text
+            .take()
+            .unwrap_or_else(|| item.label.clone());
+        item.text_edit = Some(CompletionTextEdit::Edit(TextEdit { range, new_text }));
+        // Keep this order (most likely first) in clients that sort by `sortText`.
+        item.sort_text = Some(format!("{i:04}"));
+    }
+    items
+}
+
+struct Words<'a> {
+    document: &'a Document,
+    workload: &'static WorkloadSig,
+    snippets: bool,
+}
+
+fn item(
+    label: &str,
+    kind: CompletionItemKind,
+    detail: impl Into<String>,
+    doc: Option<String>,
+) -> CompletionItem {
+    CompletionItem {
+        label: label.to_owned(),
+        kind: Some(kind),
+        detail: Some(detail.into()),
+        documentation: doc.map(|value| {
+            Documentation::MarkupContent(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value,
+            })
+        }),
+        ..CompletionItem::default()
+    }
+}
+
+fn keyword(word: &str) -> CompletionItem {
+    item(
+        word,
+        CompletionItemKind::KEYWORD,
+        "keyword",
+        keywords::describe(word).map(str::to_owned),
+    )
+}
+
+/// A literal word of a fault's or shorthand's pattern, after `before`. Several patterns with
+/// the same next word (`alter table`) share one item that lists them.
+fn push_pattern_word(
+    items: &mut Vec<CompletionItem>,
+    word: &str,
+    pattern: &'static str,
+    before: &[&str],
+) {
+    let written = usage(&compile_pattern(pattern));
+    let existing = items
+        .iter_mut()
+        .find(|i| i.label == word && i.kind == Some(CompletionItemKind::KEYWORD));
+    let Some(existing) = existing else {
+        let doc = format!("```lp\n{written}\n```");
+        items.push(item(word, CompletionItemKind::KEYWORD, written, Some(doc)));
+        return;
+    };
+    existing.detail = Some(format!("{} {word} …", before.join(" ")));
+    if let Some(Documentation::MarkupContent(doc)) = &mut existing.documentation {
+        doc.value = doc.value.replace("\n```", &format!("\n{written}\n```"));
+    }
+}
+
+/// How a setting's value is written.
+pub fn setting_value(setting: &SettingSig) -> String {
+    match setting.kind {
+        SettingKind::Count { min, max } => format!("{min}..{max}"),
+        SettingKind::Duration => "DURATION".to_owned(),
+        SettingKind::Choice(choices) => choices.join(" | "),
+    }
+}
+
+impl Words<'_> {
+    /// The words that fit after the statement's words so far, when those say; `None` when
+    /// they do not (offer everything).
+    fn specific(&self, ctx: &Context<'_>) -> Option<Vec<CompletionItem>> {
+        let before = ctx.before.as_slice();
+        let last = before.last().copied();
+        Some(match before {
+            [] => return None,
+            ["set"] => Self::settings(),
+            ["set", name] => Stdlib
+                .settings()
+                .iter()
+                .filter(|s| s.name == *name)
+                .flat_map(|s| match s.kind {
+                    SettingKind::Choice(choices) => choices.to_vec(),
+                    _ => Vec::new(),
+                })
+                .map(|choice| item(choice, CompletionItemKind::ENUM_MEMBER, "value", None))
+                .collect(),
+            ["consumers", listed @ ..] => Self::consumers()
+                .into_iter()
+                .filter(|c| !listed.contains(&c.label.as_str()))
+                .collect(),
+            ["workload"] => Self::workloads(),
+            ["workload", _, rest @ ..] => self.workload_params(rest),
+            ["use"] => self
+                .document
+                .fragments()
+                .iter()
+                .map(|name| item(name, CompletionItemKind::MODULE, "fragment", None))
+                .collect(),
+            ["under"] => vec![keyword("load")],
+            ["drain"] => vec![keyword("within")],
+            ["between", _] => vec![keyword("and")],
+            [.., "with"] => vec![keyword("chance")],
+            [.., "times"] => vec![keyword("randomly")],
+            ["expect"] => self.shorthands(false),
+            ["expect", rest @ ..] => self.shorthand_next(rest),
+            // A duration or a percentage comes next.
+            _ if matches!(last, Some("at" | "every" | "chance")) => Vec::new(),
+            [first, ..]
+                if Stdlib
+                    .faults()
+                    .iter()
+                    .any(|f| first_word(f.pattern) == *first) =>
+            {
+                self.fault_next(before)
+            }
+            [
+                "scenario" | "include" | "fragment" | "quiet" | "between" | "assert",
+                ..,
+            ]
+            | ["under" | "drain", _, ..] => Vec::new(),
+            _ => return None,
+        })
+    }
+
+    fn everything(&self) -> Vec<CompletionItem> {
+        let mut items = Self::faults();
+        items.extend(KEYWORDS.iter().map(|k| keyword(k)));
+        items.extend(self.shorthands(true));
+        items.extend(Self::targets(false));
+        items.extend(Self::consumers());
+        items.extend(self.tables());
+        items.extend(self.columns(None, false));
+        items.extend(Self::settings());
+        items.extend(Self::workloads());
+        items
+    }
+
+    fn faults() -> Vec<CompletionItem> {
+        Stdlib
+            .faults()
+            .iter()
+            .map(|fault| {
+                item(
+                    first_word(fault.pattern),
+                    CompletionItemKind::FUNCTION,
+                    usage(&compile_pattern(fault.pattern)),
+                    Some(fault.summary.to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    /// What may follow a fault's words so far: its next words and parameters, or a schedule.
+    fn fault_next(&self, before: &[&str]) -> Vec<CompletionItem> {
+        let mut items = Vec::new();
+        let mut schedule = false;
+        for fault in Stdlib.faults() {
+            if first_word(fault.pattern) != before[0] {
+                continue;
+            }
+            for steps in alternatives(&compile_pattern(fault.pattern)) {
+                let Some(follow) = follow(&steps, before, &Stdlib) else {
+                    continue;
+                };
+                if follow.consumer {
+                    items.extend(Self::consumers());
+                }
+                match follow.next {
+                    Some(Step::Word(word)) => {
+                        push_pattern_word(&mut items, word, fault.pattern, before);
+                    }
+                    Some(Step::Param(kind)) => items.extend(self.param(kind, follow.table)),
+                    None => schedule = true,
+                }
+            }
+        }
+        // Past the fault's words (or at their end): its schedule.
+        if schedule || items.is_empty() {
+            items.extend(["at", "every", "with"].map(keyword));
+        }
+        items
+    }
+
+    fn shorthand_next(&self, words: &[&str]) -> Vec<CompletionItem> {
+        let mut items = Vec::new();
+        for shorthand in Stdlib.shorthands() {
+            for steps in alternatives(&compile_pattern(shorthand.pattern)) {
+                let Some(follow) = follow(&steps, words, &Stdlib) else {
+                    continue;
+                };
+                match follow.next {
+                    Some(Step::Word(word)) => {
+                        push_pattern_word(&mut items, word, shorthand.pattern, words);
+                    }
+                    Some(Step::Param(kind)) => items.extend(self.param(kind, follow.table)),
+                    None => {}
+                }
+            }
+        }
+        items
+    }
+
+    /// The words a parameter of a pattern can be.
+    fn param(&self, kind: ParamKind, table: Option<&str>) -> Vec<CompletionItem> {
+        match kind {
+            ParamKind::Process => Self::targets(true),
+            ParamKind::Target => Self::targets(false),
+            ParamKind::Table | ParamKind::Topic => self.tables(),
+            ParamKind::Column => self.columns(table, false),
+            ParamKind::WidenableColumn => self.columns(table, true),
+            ParamKind::Consumer => Self::consumers(),
+            ParamKind::NewColumn | ParamKind::Count | ParamKind::Percent | ParamKind::Duration => {
+                Vec::new()
+            }
+        }
+    }
+
+    /// Assertion shorthands, written with `expect` (at the start of a statement) or without
+    /// (after `expect`).
+    fn shorthands(&self, with_expect: bool) -> Vec<CompletionItem> {
+        let prefix = if with_expect { "expect " } else { "" };
+        Stdlib
+            .shorthands()
+            .iter()
+            .map(|shorthand| {
+                let parts = compile_pattern(shorthand.pattern);
+                let written = format!("{prefix}{}", usage(&parts));
+                let mut item = item(
+                    &written,
+                    CompletionItemKind::SNIPPET,
+                    "assertion shorthand",
+                    Some(format!(
+                        "{}\n\n```sql\n{}\n```",
+                        shorthand.summary, shorthand.sql
+                    )),
+                );
+                if self.snippets {
+                    item.insert_text = Some(format!("{prefix}{}", snippet(&parts, &mut 0)));
+                    item.insert_text_format = Some(InsertTextFormat::SNIPPET);
+                }
+                item
+            })
+            .collect()
+    }
+
+    fn targets(processes_only: bool) -> Vec<CompletionItem> {
+        Stdlib
+            .targets()
+            .iter()
+            .filter(|t| t.process || !processes_only)
+            .map(|target| {
+                let detail = if target.process {
+                    "target (a process)"
+                } else {
+                    "target"
+                };
+                item(
+                    target.name,
+                    CompletionItemKind::ENUM_MEMBER,
+                    detail,
+                    Some(target.summary.to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn consumers() -> Vec<CompletionItem> {
+        Stdlib
+            .consumers()
+            .iter()
+            .map(|c| {
+                item(
+                    c.name,
+                    CompletionItemKind::CLASS,
+                    "consumer",
+                    Some(c.summary.to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn tables(&self) -> Vec<CompletionItem> {
+        self.workload
+            .tables
+            .iter()
+            .map(|table| {
+                item(
+                    table.name,
+                    CompletionItemKind::STRUCT,
+                    format!("table of workload {}", self.workload.name),
+                    Some(super::hover::columns_table(table)),
+                )
+            })
+            .collect()
+    }
+
+    /// The columns of `table` (of every table when it is not one), only those `widen` can
+    /// change when `widenable`.
+    fn columns(&self, table: Option<&str>, widenable: bool) -> Vec<CompletionItem> {
+        let tables = self.workload.tables;
+        let chosen: Vec<_> = match table.and_then(|name| tables.iter().find(|t| t.name == name)) {
+            Some(table) => vec![table],
+            None => tables.iter().collect(),
+        };
+        let mut items: Vec<CompletionItem> = Vec::new();
+        for table in chosen {
+            for column in table.columns {
+                if widenable && column.widens_to.is_none() {
+                    continue;
+                }
+                let mut detail = format!("{}.{} {}", table.name, column.name, column.sql_type);
+                if let Some(wider) = column.widens_to {
+                    let _ = write!(detail, " -> {wider}");
+                }
+                match items.iter_mut().find(|i| i.label == column.name) {
+                    // The same name in several tables: one item that lists them.
+                    Some(existing) => {
+                        let d = existing.detail.get_or_insert_default();
+                        d.push_str(", ");
+                        d.push_str(&detail);
+                    }
+                    None => items.push(item(column.name, CompletionItemKind::FIELD, detail, None)),
+                }
+            }
+        }
+        items
+    }
+
+    fn settings() -> Vec<CompletionItem> {
+        Stdlib
+            .settings()
+            .iter()
+            .map(|s| {
+                item(
+                    s.name,
+                    CompletionItemKind::PROPERTY,
+                    format!(
+                        "set {} {} (default {})",
+                        s.name,
+                        setting_value(s),
+                        s.default
+                    ),
+                    Some(s.summary.to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn workloads() -> Vec<CompletionItem> {
+        Stdlib
+            .workloads()
+            .iter()
+            .map(|w| {
+                item(
+                    w.name,
+                    CompletionItemKind::MODULE,
+                    "workload",
+                    Some(w.summary.to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    /// After `workload NAME …`: its parameters, or the operations after `mix`.
+    fn workload_params(&self, rest: &[&str]) -> Vec<CompletionItem> {
+        match rest.last() {
+            Some(&"rate" | &"connections" | &"customers") => Vec::new(),
+            _ if rest.contains(&"mix") => self
+                .workload
+                .operations
+                .iter()
+                .filter(|op| !rest.contains(op))
+                .map(|op| item(op, CompletionItemKind::ENUM_MEMBER, "operation", None))
+                .collect(),
+            _ => ["rate", "connections", "customers", "mix"]
+                .map(|p| item(p, CompletionItemKind::PROPERTY, "workload parameter", None))
+                .to_vec(),
+        }
+    }
+}
+
+/// A pattern as a snippet: each parameter a tab stop, consumers a choice.
+fn snippet(parts: &[PatternPart], stop: &mut usize) -> String {
+    parts
+        .iter()
+        .map(|part| match part {
+            PatternPart::Literal(word) => (*word).to_owned(),
+            PatternPart::Param { kind, .. } => {
+                *stop += 1;
+                if *kind == ParamKind::Consumer {
+                    let names: Vec<&str> = Stdlib.consumers().iter().map(|c| c.name).collect();
+                    format!("${{{stop}|{}|}}", names.join(","))
+                } else {
+                    format!("${{{stop}:{}}}", kind.placeholder())
+                }
+            }
+            PatternPart::Optional(group) => snippet(group, stop),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,54 @@
+//! One line about each keyword of the grammar, for hovers and completions.
+
+/// What `keyword` (one of `lossproof_lang::parser::KEYWORDS`) is for.
+pub fn describe(keyword: &str) -> Option<&'static str> {
+    Some(match keyword {
+        "scenario" => "`scenario NAME`: the scenario's name (default: the file's name).",
+        "workload" => {
+            "`workload NAME [rate RATE] [connections N] [customers N] [mix OP N% …]`: the seeded load on the source."
+        }
+        "consumers" => "`consumers NAME, …`: the consumers under test (default: all of them).",
+        "set" => "`set NAME VALUE`: a scenario-wide setting.",
+        "include" => {
+            "`include \"PATH\"`: a file of fragments, relative to this file (`stdlib/…` ships with lossproof)."
+        }
+        "fragment" => "`fragment NAME < … >`: named statements, timed where they are `use`d.",
+        "use" => "`use NAME`: a fragment's statements, timed in this block.",
+        "under" | "load" => "`under load DURATION < … >`: a phase with the workload running.",
+        "quiet" => "`quiet DURATION [< … >]`: a phase without workload; faults inside still fire.",
+        "drain" | "within" => {
+            "`drain within DURATION`: wait until the stream is provably drained; if it is not by then, the seed is invalid."
+        }
+        "between" | "and" => {
+            "`between START and END < … >`: a window inside a block; its statements are timed from START."
+        }
+        "at" => "`at DURATION`: fire once, at that offset from the start of the block.",
+        "every" => "`every DURATION[±JITTER]`: fire periodically while inside the block.",
+        "times" | "randomly" => {
+            "`N times randomly`: fire N times at random moments within the block."
+        }
+        "with" | "chance" => "`with chance N%`: each occurrence fires only with that probability.",
+        "assert" => {
+            "`assert \"NAME\" [expect …] ```sql … ````: a read-only SQL query over the reconciler's tables that must hold."
+        }
+        "expect" => "`expect …`: an assertion shorthand, or what an `assert` query must return.",
+        "true" => {
+            "`expect true`: the query returns one row holding one true boolean (the default)."
+        }
+        "empty" => "`expect empty`: the query returns no rows.",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_keyword_is_described() {
+        for keyword in lossproof_lang::parser::KEYWORDS {
+            assert!(
+                super::describe(keyword).is_some(),
+                "no description of `{keyword}`"
+            );
+        }
+    }
+}

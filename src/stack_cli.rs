@@ -1,0 +1,100 @@
+//! `lossproof up`, `down`, `status`, `logs`: the local stack.
+
+use std::path::Path;
+use std::time::Instant;
+
+use lossproof_runtime::{Component, Stack};
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn say(line: &str) {
+    eprintln!("  {line}");
+}
+
+pub fn up(state: &Path) -> Result<bool, String> {
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    eprintln!("lossproof up: state in {}", stack.state().root().display());
+    let started = Instant::now();
+    runtime()?.block_on(stack.up(&say)).map_err(|e| e.to_string())?;
+    eprintln!("stack healthy in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(true)
+}
+
+pub fn down(state: &Path, purge: bool) -> Result<bool, String> {
+    if !state.exists() {
+        eprintln!("lossproof down: no stack in {}", state.display());
+        return Ok(true);
+    }
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    stack.down(purge, &say).map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
+pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    let report = runtime()?.block_on(stack.status()).map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("status serialises"));
+        return Ok(report.all_healthy());
+    }
+    println!("state dir: {}", report.state_dir.display());
+    println!("{:<16} {:<10} {:>7} {:>6}  {}", "COMPONENT", "STATE", "PID", "PORT", "DETAIL");
+    for c in &report.components {
+        println!(
+            "{:<16} {:<10} {:>7} {:>6}  {}",
+            c.component.name(),
+            c.state,
+            c.pid.map_or("-".to_owned(), |p| p.to_string()),
+            c.port.map_or("-".to_owned(), |p| p.to_string()),
+            c.detail
+        );
+    }
+    if !report.connectors.is_empty() {
+        println!("\n{:<40} {:<10} TASKS", "CONNECTOR", "STATE");
+        for c in &report.connectors {
+            println!("{:<40} {:<10} {}", c.name, c.state, c.tasks.join(" "));
+            if let Some(failure) = &c.failure {
+                println!("  failure: {failure}");
+            }
+        }
+    }
+    if !report.slots.is_empty() {
+        println!("\n{:<40} {:<7} LAG", "REPLICATION SLOT", "ACTIVE");
+        for s in &report.slots {
+            println!("{:<40} {:<7} {}", s.slot, s.active, s.lag_bytes.map_or("-".to_owned(), |b| format!("{b} bytes")));
+        }
+    }
+    if verbose {
+        println!("\n{:<16} {:>12} {:>12}", "COMPONENT", "STARTUP", "RSS");
+        let mut total_rss = 0;
+        let mut total_ms = 0;
+        for c in &report.components {
+            total_rss += c.rss_bytes;
+            total_ms += c.startup_ms.unwrap_or(0);
+            println!(
+                "{:<16} {:>12} {:>9.1} MB",
+                c.component.name(),
+                c.startup_ms.map_or("-".to_owned(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+                c.rss_bytes as f64 / 1e6
+            );
+        }
+        println!("{:<16} {:>12} {:>9.1} MB", "total", format!("{:.1}s", total_ms as f64 / 1000.0), total_rss as f64 / 1e6);
+    }
+    Ok(report.all_healthy())
+}
+
+pub fn logs(state: &Path, component: &str, lines: usize) -> Result<bool, String> {
+    let Some(component) = Component::from_name(component) else {
+        let names: Vec<&str> = Component::ALL.iter().map(|c| c.name()).collect();
+        return Err(format!("unknown component `{component}`; components are {}", names.join(", ")));
+    };
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    println!("{}", stack.tail(component, lines));
+    Ok(true)
+}

@@ -1,0 +1,325 @@
+//! The local stack, for real: PostgreSQL, the nisshi broker, Kafka Connect
+//! with Debezium and the embedded registry, started by `lossproof up`.
+//!
+//! One test walks the whole life of a stack, because starting one costs
+//! seconds: up -> status -> change events (Avro through the registry) ->
+//! drained check both ways -> SIGKILL of each component detected and
+//! repaired by `up` -> down leaves no process -> a second up works.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use lossproof_runtime::debezium::{self, CaptureNames, Encoding, NotDrained};
+use lossproof_runtime::{Component, ConnectClient, Ports, Stack};
+use rdkafka::Message as _;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+
+fn lossproof(state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(args)
+        .arg("--state")
+        .arg(state)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run lossproof")
+}
+
+fn ok(output: &Output) -> String {
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "lossproof failed:\n{text}");
+    text
+}
+
+/// Stops the stack and removes its state however the test ends.
+struct StackGuard(PathBuf);
+
+impl Drop for StackGuard {
+    fn drop(&mut self) {
+        let _ = lossproof(&self.0, &["down", "--purge"]);
+    }
+}
+
+fn status_json(state: &Path) -> serde_json::Value {
+    let output = lossproof(state, &["status", "--json"]);
+    serde_json::from_slice(&output.stdout).expect("status --json prints JSON")
+}
+
+fn states(state: &Path) -> BTreeMap<String, String> {
+    status_json(state)["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .map(|c| (c["component"].as_str().unwrap().to_owned(), c["state"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).map(|st| st != "Z"))
+        .unwrap_or(false)
+}
+
+/// Every pid recorded in the state dir, with the pids of their process groups.
+fn stack_pids(state: &Path) -> Vec<i32> {
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("stack.json")).unwrap_or_else(|_| "{}".into())).unwrap();
+    let leaders: Vec<i32> = record["processes"]
+        .as_object()
+        .map(|m| m.values().filter_map(|p| p["pid"].as_i64()).map(|p| p as i32).collect())
+        .unwrap_or_default();
+    let mut pids = leaders.clone();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let pgid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().nth(2)?.parse::<i32>().ok()));
+        if pgid.is_some_and(|g| leaders.contains(&g)) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn local_stack_end_to_end() {
+    let state = std::env::temp_dir().join(format!("lossproof-stack-{}", std::process::id()));
+    let _guard = StackGuard(state.clone());
+
+    // up: every component healthy, shown by status.
+    let up = ok(&lossproof(&state, &["up"]));
+    assert!(up.contains("stack healthy"), "{up}");
+    let all = states(&state);
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert!(all.values().all(|s| s == "healthy"), "{all:?}");
+    let verbose = ok(&lossproof(&state, &["status", "--verbose"]));
+    assert!(verbose.contains("STARTUP") && verbose.contains("RSS"), "{verbose}");
+    assert!(stack_pids(&state).iter().all(|p| pid_alive(*p)));
+
+    let ports: Ports = Stack::open(&state).unwrap().ports().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(change_events_and_drain(ports));
+
+    // A component SIGKILLed is seen as down within seconds; `up` repairs it.
+    let stack = Stack::open(&state).unwrap();
+    for component in [Component::Connect, Component::Registry, Component::Broker, Component::BrokerPostgres, Component::SourcePostgres] {
+        let process = stack.process(component).unwrap().expect("recorded");
+        assert!(process.signal(nix::sys::signal::Signal::SIGKILL));
+        let seen = Instant::now();
+        loop {
+            if states(&state)[component.name()] == "down" {
+                break;
+            }
+            assert!(seen.elapsed() < Duration::from_secs(5), "{component} still not seen as down");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let again = ok(&lossproof(&state, &["up"]));
+        assert!(again.contains(&format!("{} starting", component.name())) || again.contains(component.name()), "{again}");
+        let all = states(&state);
+        assert!(all.values().all(|s| s == "healthy"), "after restarting {component}: {all:?}");
+    }
+
+    // down: no process of the stack is left.
+    let pids = stack_pids(&state);
+    assert!(!pids.is_empty());
+    ok(&lossproof(&state, &["down"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<i32> = pids.into_iter().filter(|p| pid_alive(*p)).collect();
+    assert!(left.is_empty(), "still running after down: {left:?}");
+    assert!(states(&state).values().all(|s| s == "down"));
+
+    // Ctrl-C in the middle of `up` stops what it started: nothing is left.
+    interrupted_up_leaves_nothing(&state);
+
+    // A second up works, on the same ports and data.
+    ok(&lossproof(&state, &["up"]));
+    assert!(states(&state).values().all(|s| s == "healthy"));
+    assert_eq!(Stack::open(&state).unwrap().ports().unwrap(), ports);
+}
+
+/// Rows changed in the source arrive as Debezium events (Avro through the
+/// embedded registry) with `source.lsn`, a tombstone after each delete; the
+/// drained check holds once the slot caught up, and is refused, with the
+/// reason, when the connector stopped before the last writes.
+async fn change_events_and_drain(ports: Ports) {
+    let source = lossproof_runtime::postgres::connect(ports.source_postgres, lossproof_runtime::stack::SOURCE_DATABASE)
+        .await
+        .unwrap();
+    source
+        .batch_execute(
+            "DROP TABLE IF EXISTS chain; \
+             CREATE TABLE chain (id int PRIMARY KEY, name text, amount numeric(10,2)); \
+             INSERT INTO chain VALUES (1, 'one', 1.50), (2, 'two', 2.00), (3, 'three', 3.25);",
+        )
+        .await
+        .unwrap();
+    let connect = ConnectClient::new(ports.connect);
+    let names = CaptureNames::for_run(&format!("test{}", std::process::id()));
+    let config = debezium::config(&names, &ports, lossproof_runtime::stack::SOURCE_DATABASE, &["public.chain"], Encoding::Avro);
+    debezium::start(&connect, &names, &config, Duration::from_secs(60)).await.unwrap();
+    source
+        .batch_execute("UPDATE chain SET amount = 9.99 WHERE id = 1; DELETE FROM chain WHERE id = 2; INSERT INTO chain VALUES (4, 'four', 4.00);")
+        .await
+        .unwrap();
+    let target = debezium::current_lsn(&source).await.unwrap();
+    let drained = debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(drained, Ok(()), "drained after the connector caught up");
+
+    let events = consume(ports, &names.topic("public", "chain"), 7, Duration::from_secs(30)).await;
+    let ops: Vec<Option<String>> = events.iter().map(|e| e.as_ref().map(|v| v.op.clone())).collect();
+    assert_eq!(
+        ops,
+        [Some("r".into()), Some("r".into()), Some("r".into()), Some("u".into()), Some("d".into()), None, Some("c".into())],
+        "snapshot reads, the update, the delete, its tombstone, the insert"
+    );
+    for event in events.iter().flatten() {
+        assert!(event.lsn > 0, "every event carries source.lsn: {event:?}");
+    }
+    let update = events[3].as_ref().unwrap();
+    assert!(update.after.contains("9.99"), "the update's after image: {update:?}");
+
+    // NOT drained, with the reason: the connector stopped before the last writes.
+    connect.stop(&names.connector).await.unwrap();
+    source.batch_execute("INSERT INTO chain VALUES (5, 'five', 5.00);").await.unwrap();
+    let target = debezium::current_lsn(&source).await.unwrap();
+    let refused = debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(3)).await.unwrap();
+    assert!(matches!(refused, Err(NotDrained::ConnectorNotRunning(ref s)) if s.contains("STOPPED")), "{refused:?}");
+
+    debezium::remove(&connect, &names, &source).await.unwrap();
+    let slots = source.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = $1", &[&names.slot]).await.unwrap();
+    assert!(slots.is_empty(), "removing the connector drops its slot");
+}
+
+#[derive(Debug)]
+struct Event {
+    op: String,
+    lsn: i64,
+    after: String,
+}
+
+/// Read `count` records from the start of `topic` (bounded), decoding Avro
+/// values with the writer schema fetched from the registry; None = tombstone.
+async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Vec<Option<Event>> {
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{}", ports.broker))
+        .set("group.id", format!("lossproof-test-{}", std::process::id()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("kafka consumer");
+    consumer.subscribe(&[topic]).unwrap();
+    let http = reqwest::Client::new();
+    let mut schemas: BTreeMap<u32, apache_avro::Schema> = BTreeMap::new();
+    let mut events = Vec::new();
+    let deadline = Instant::now() + limit;
+    while events.len() < count && Instant::now() < deadline {
+        let Some(message) = consumer.poll(Duration::from_millis(200)) else { continue };
+        let message = message.expect("kafka message");
+        let Some(payload) = message.payload() else {
+            events.push(None);
+            continue;
+        };
+        assert_eq!(payload[0], 0, "Confluent wire format: magic byte 0");
+        let id = u32::from_be_bytes(payload[1..5].try_into().unwrap());
+        if !schemas.contains_key(&id) {
+            let body: serde_json::Value = http
+                .get(format!("http://127.0.0.1:{}/schemas/ids/{id}", ports.registry))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            schemas.insert(id, apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap());
+        }
+        let value = apache_avro::from_avro_datum(&schemas[&id], &mut &payload[5..], None).expect("avro value");
+        let json = avro_to_json(&value);
+        events.push(Some(Event {
+            op: json["op"].as_str().unwrap_or_default().to_owned(),
+            lsn: json["source"]["lsn"].as_i64().or_else(|| json["source"]["lsn"]["long"].as_i64()).unwrap_or(0),
+            after: json["after"].to_string(),
+        }));
+    }
+    events
+}
+
+/// A readable JSON view of an Avro value (decimals as their digits).
+fn avro_to_json(value: &apache_avro::types::Value) -> serde_json::Value {
+    use apache_avro::types::Value as A;
+    use serde_json::Value as J;
+    match value {
+        A::Null => J::Null,
+        A::Boolean(b) => J::Bool(*b),
+        A::Int(i) => J::from(*i),
+        A::Long(l) => J::from(*l),
+        A::Float(f) => J::from(f64::from(*f)),
+        A::Double(d) => J::from(*d),
+        A::String(s) | A::Enum(_, s) => J::String(s.clone()),
+        A::Union(_, inner) => avro_to_json(inner),
+        A::Record(fields) => J::Object(fields.iter().map(|(k, v)| (k.clone(), avro_to_json(v))).collect()),
+        A::Array(items) => J::Array(items.iter().map(avro_to_json).collect()),
+        A::Map(map) => J::Object(map.iter().map(|(k, v)| (k.clone(), avro_to_json(v))).collect()),
+        // The test table's decimals are numeric(10,2): unscaled big-endian
+        // two's complement, scale 2.
+        A::Decimal(d) => J::String(scale_2(&Vec::<u8>::try_from(d).expect("decimal bytes"))),
+        A::BigDecimal(d) => J::String(d.to_string()),
+        A::Bytes(b) | A::Fixed(_, b) => J::String(scale_2(b)),
+        other => J::String(format!("{other:?}")),
+    }
+}
+
+/// Start `up`, send SIGINT while Kafka Connect is starting, and check that
+/// every process it had started is gone when it exits.
+fn interrupted_up_leaves_nothing(state: &Path) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(["up", "--state"])
+        .arg(state)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start lossproof up");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            let starting_connect = line.contains("connect") && line.contains("starting");
+            seen.push(line);
+            if starting_connect {
+                break;
+            }
+        }
+    }
+    assert!(seen.iter().any(|l| l.contains("connect") && l.contains("starting")), "{seen:?}");
+    let pids = stack_pids(state);
+    assert!(pids.len() >= 4, "started before the interrupt: {pids:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let exited = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(exited.elapsed() < Duration::from_secs(40), "up did not exit after SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!status.success(), "an interrupted up fails");
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<i32> = pids.into_iter().filter(|p| pid_alive(*p)).collect();
+    assert!(left.is_empty(), "still running after an interrupted up: {left:?}");
+}
+
+fn scale_2(bytes: &[u8]) -> String {
+    let mut n: i128 = if bytes.first().is_some_and(|x| x & 0x80 != 0) { -1 } else { 0 };
+    for byte in bytes {
+        n = (n << 8) | i128::from(*byte);
+    }
+    format!("{}{}.{:02}", if n < 0 { "-" } else { "" }, (n / 100).abs(), (n % 100).abs())
+}
