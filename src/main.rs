@@ -47,7 +47,7 @@ enum Command {
     },
     /// Print the stdlib vocabulary (every word editors highlight) as JSON.
     Vocab,
-    /// Start the local stack (PostgreSQL, broker, registry, Kafka Connect + Debezium) and wait until healthy.
+    /// Start the local stack (`PostgreSQL`, broker, registry, Kafka Connect + Debezium) and wait until healthy.
     Up {
         /// State directory: data, logs, ports and pids of this stack.
         #[arg(long, default_value = ".lossproof")]
@@ -111,8 +111,16 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string()),
         Command::Up { state } => stack_cli::up(&state),
         Command::Down { state, purge } => stack_cli::down(&state, purge),
-        Command::Status { state, verbose, json } => stack_cli::status(&state, verbose, json),
-        Command::Logs { component, state, lines } => stack_cli::logs(&state, &component, lines),
+        Command::Status {
+            state,
+            verbose,
+            json,
+        } => stack_cli::status(&state, verbose, json),
+        Command::Logs {
+            component,
+            state,
+            lines,
+        } => stack_cli::logs(&state, &component, lines),
         Command::Vocab => {
             let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
             println!(

@@ -21,7 +21,9 @@ pub fn up(state: &Path) -> Result<bool, String> {
     let stack = Stack::open(state).map_err(|e| e.to_string())?;
     eprintln!("lossproof up: state in {}", stack.state().root().display());
     let started = Instant::now();
-    runtime()?.block_on(stack.up(&say)).map_err(|e| e.to_string())?;
+    runtime()?
+        .block_on(stack.up(&say))
+        .map_err(|e| e.to_string())?;
     eprintln!("stack healthy in {:.1}s", started.elapsed().as_secs_f64());
     Ok(true)
 }
@@ -38,13 +40,21 @@ pub fn down(state: &Path, purge: bool) -> Result<bool, String> {
 
 pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
     let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    let report = runtime()?.block_on(stack.status()).map_err(|e| e.to_string())?;
+    let report = runtime()?
+        .block_on(stack.status())
+        .map_err(|e| e.to_string())?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("status serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("status serialises")
+        );
         return Ok(report.all_healthy());
     }
     println!("state dir: {}", report.state_dir.display());
-    println!("{:<16} {:<10} {:>7} {:>6}  {}", "COMPONENT", "STATE", "PID", "PORT", "DETAIL");
+    println!(
+        "{:<16} {:<10} {:>7} {:>6}  DETAIL",
+        "COMPONENT", "STATE", "PID", "PORT"
+    );
     for c in &report.components {
         println!(
             "{:<16} {:<10} {:>7} {:>6}  {}",
@@ -67,7 +77,12 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
     if !report.slots.is_empty() {
         println!("\n{:<40} {:<7} LAG", "REPLICATION SLOT", "ACTIVE");
         for s in &report.slots {
-            println!("{:<40} {:<7} {}", s.slot, s.active, s.lag_bytes.map_or("-".to_owned(), |b| format!("{b} bytes")));
+            println!(
+                "{:<40} {:<7} {}",
+                s.slot,
+                s.active,
+                s.lag_bytes.map_or("-".to_owned(), |b| format!("{b} bytes"))
+            );
         }
     }
     if verbose {
@@ -80,11 +95,17 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
             println!(
                 "{:<16} {:>12} {:>9.1} MB",
                 c.component.name(),
-                c.startup_ms.map_or("-".to_owned(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+                c.startup_ms
+                    .map_or("-".to_owned(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
                 c.rss_bytes as f64 / 1e6
             );
         }
-        println!("{:<16} {:>12} {:>9.1} MB", "total", format!("{:.1}s", total_ms as f64 / 1000.0), total_rss as f64 / 1e6);
+        println!(
+            "{:<16} {:>12} {:>9.1} MB",
+            "total",
+            format!("{:.1}s", total_ms as f64 / 1000.0),
+            total_rss as f64 / 1e6
+        );
     }
     Ok(report.all_healthy())
 }
@@ -92,7 +113,10 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
 pub fn logs(state: &Path, component: &str, lines: usize) -> Result<bool, String> {
     let Some(component) = Component::from_name(component) else {
         let names: Vec<&str> = Component::ALL.iter().map(|c| c.name()).collect();
-        return Err(format!("unknown component `{component}`; components are {}", names.join(", ")));
+        return Err(format!(
+            "unknown component `{component}`; components are {}",
+            names.join(", ")
+        ));
     };
     let stack = Stack::open(state).map_err(|e| e.to_string())?;
     println!("{}", stack.tail(component, lines));

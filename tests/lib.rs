@@ -2,6 +2,7 @@
 
 mod cli;
 mod docs;
+mod lake;
 mod language;
 mod lsp;
 mod properties;

@@ -1,4 +1,4 @@
-//! The local stack, for real: PostgreSQL, the nisshi broker, Kafka Connect
+//! The local stack, for real: `PostgreSQL`, the nisshi broker, Kafka Connect
 //! with Debezium and the embedded registry, started by `lossproof up`.
 //!
 //! One test walks the whole life of a stack, because starting one costs
@@ -27,7 +27,11 @@ fn lossproof(state: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(output: &Output) -> String {
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(output.status.success(), "lossproof failed:\n{text}");
     text
 }
@@ -51,33 +55,45 @@ fn states(state: &Path) -> BTreeMap<String, String> {
         .as_array()
         .expect("components")
         .iter()
-        .map(|c| (c["component"].as_str().unwrap().to_owned(), c["state"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["component"].as_str().unwrap().to_owned(),
+                c["state"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
 fn pid_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).map(|st| st != "Z"))
-        .unwrap_or(false)
+    lossproof_runtime::process::running(pid)
 }
 
 /// Every pid recorded in the state dir, with the pids of their process groups.
 fn stack_pids(state: &Path) -> Vec<i32> {
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(state.join("stack.json")).unwrap_or_else(|_| "{}".into())).unwrap();
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state.join("stack.json")).unwrap_or_else(|_| "{}".into()),
+    )
+    .unwrap();
     let leaders: Vec<i32> = record["processes"]
         .as_object()
-        .map(|m| m.values().filter_map(|p| p["pid"].as_i64()).map(|p| p as i32).collect())
+        .map(|m| {
+            m.values()
+                .filter_map(|p| p["pid"].as_i64())
+                .map(|p| p as i32)
+                .collect()
+        })
         .unwrap_or_default();
     let mut pids = leaders.clone();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let pgid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().nth(2)?.parse::<i32>().ok()));
-        if pgid.is_some_and(|g| leaders.contains(&g)) {
-            pids.push(pid);
+        let Some(candidate) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if lossproof_runtime::process::pgid(candidate).is_some_and(|g| leaders.contains(&g)) {
+            pids.push(candidate);
         }
     }
     pids
@@ -95,16 +111,30 @@ fn local_stack_end_to_end() {
     assert_eq!(all.len(), 5, "{all:?}");
     assert!(all.values().all(|s| s == "healthy"), "{all:?}");
     let verbose = ok(&lossproof(&state, &["status", "--verbose"]));
-    assert!(verbose.contains("STARTUP") && verbose.contains("RSS"), "{verbose}");
+    assert!(
+        verbose.contains("STARTUP") && verbose.contains("RSS"),
+        "{verbose}"
+    );
     assert!(stack_pids(&state).iter().all(|p| pid_alive(*p)));
 
     let ports: Ports = Stack::open(&state).unwrap().ports().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(change_events_and_drain(ports));
+    runtime.block_on(workload_under_capture(ports));
 
     // A component SIGKILLed is seen as down within seconds; `up` repairs it.
     let stack = Stack::open(&state).unwrap();
-    for component in [Component::Connect, Component::Registry, Component::Broker, Component::BrokerPostgres, Component::SourcePostgres] {
+    for component in [
+        Component::Connect,
+        Component::Registry,
+        Component::Broker,
+        Component::BrokerPostgres,
+        Component::SourcePostgres,
+    ] {
         let process = stack.process(component).unwrap().expect("recorded");
         assert!(process.signal(nix::sys::signal::Signal::SIGKILL));
         let seen = Instant::now();
@@ -112,13 +142,23 @@ fn local_stack_end_to_end() {
             if states(&state)[component.name()] == "down" {
                 break;
             }
-            assert!(seen.elapsed() < Duration::from_secs(5), "{component} still not seen as down");
+            assert!(
+                seen.elapsed() < Duration::from_secs(5),
+                "{component} still not seen as down"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
         let again = ok(&lossproof(&state, &["up"]));
-        assert!(again.contains(&format!("{} starting", component.name())) || again.contains(component.name()), "{again}");
+        assert!(
+            again.contains(&format!("{} starting", component.name()))
+                || again.contains(component.name()),
+            "{again}"
+        );
         let all = states(&state);
-        assert!(all.values().all(|s| s == "healthy"), "after restarting {component}: {all:?}");
+        assert!(
+            all.values().all(|s| s == "healthy"),
+            "after restarting {component}: {all:?}"
+        );
     }
 
     // down: no process of the stack is left.
@@ -144,9 +184,12 @@ fn local_stack_end_to_end() {
 /// drained check holds once the slot caught up, and is refused, with the
 /// reason, when the connector stopped before the last writes.
 async fn change_events_and_drain(ports: Ports) {
-    let source = lossproof_runtime::postgres::connect(ports.source_postgres, lossproof_runtime::stack::SOURCE_DATABASE)
-        .await
-        .unwrap();
+    let source = lossproof_runtime::postgres::connect(
+        ports.source_postgres,
+        lossproof_runtime::stack::SOURCE_DATABASE,
+    )
+    .await
+    .unwrap();
     source
         .batch_execute(
             "DROP TABLE IF EXISTS chain; \
@@ -157,38 +200,83 @@ async fn change_events_and_drain(ports: Ports) {
         .unwrap();
     let connect = ConnectClient::new(ports.connect);
     let names = CaptureNames::for_run(&format!("test{}", std::process::id()));
-    let config = debezium::config(&names, &ports, lossproof_runtime::stack::SOURCE_DATABASE, &["public.chain"], Encoding::Avro);
-    debezium::start(&connect, &names, &config, Duration::from_secs(60)).await.unwrap();
+    let config = debezium::config(
+        &names,
+        &ports,
+        lossproof_runtime::stack::SOURCE_DATABASE,
+        &["public.chain"],
+        Encoding::Avro,
+    );
+    debezium::start(&connect, &names, &config, Duration::from_mins(1))
+        .await
+        .unwrap();
     source
         .batch_execute("UPDATE chain SET amount = 9.99 WHERE id = 1; DELETE FROM chain WHERE id = 2; INSERT INTO chain VALUES (4, 'four', 4.00);")
         .await
         .unwrap();
     let target = debezium::current_lsn(&source).await.unwrap();
-    let drained = debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(30)).await.unwrap();
+    let drained =
+        debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(30))
+            .await
+            .unwrap();
     assert_eq!(drained, Ok(()), "drained after the connector caught up");
 
-    let events = consume(ports, &names.topic("public", "chain"), 7, Duration::from_secs(30)).await;
-    let ops: Vec<Option<String>> = events.iter().map(|e| e.as_ref().map(|v| v.op.clone())).collect();
+    let events = consume(
+        ports,
+        &names.topic("public", "chain"),
+        7,
+        Duration::from_secs(30),
+    )
+    .await;
+    let ops: Vec<Option<String>> = events
+        .iter()
+        .map(|e| e.as_ref().map(|v| v.op.clone()))
+        .collect();
     assert_eq!(
         ops,
-        [Some("r".into()), Some("r".into()), Some("r".into()), Some("u".into()), Some("d".into()), None, Some("c".into())],
+        [
+            Some("r".into()),
+            Some("r".into()),
+            Some("r".into()),
+            Some("u".into()),
+            Some("d".into()),
+            None,
+            Some("c".into())
+        ],
         "snapshot reads, the update, the delete, its tombstone, the insert"
     );
     for event in events.iter().flatten() {
         assert!(event.lsn > 0, "every event carries source.lsn: {event:?}");
     }
     let update = events[3].as_ref().unwrap();
-    assert!(update.after.contains("9.99"), "the update's after image: {update:?}");
+    assert!(
+        update.after.contains("9.99"),
+        "the update's after image: {update:?}"
+    );
 
     // NOT drained, with the reason: the connector stopped before the last writes.
     connect.stop(&names.connector).await.unwrap();
-    source.batch_execute("INSERT INTO chain VALUES (5, 'five', 5.00);").await.unwrap();
+    source
+        .batch_execute("INSERT INTO chain VALUES (5, 'five', 5.00);")
+        .await
+        .unwrap();
     let target = debezium::current_lsn(&source).await.unwrap();
-    let refused = debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(3)).await.unwrap();
-    assert!(matches!(refused, Err(NotDrained::ConnectorNotRunning(ref s)) if s.contains("STOPPED")), "{refused:?}");
+    let refused = debezium::wait_drained(&connect, &names, &source, target, Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert!(
+        matches!(refused, Err(NotDrained::ConnectorNotRunning(ref s)) if s.contains("STOPPED")),
+        "{refused:?}"
+    );
 
     debezium::remove(&connect, &names, &source).await.unwrap();
-    let slots = source.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = $1", &[&names.slot]).await.unwrap();
+    let slots = source
+        .query(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+            &[&names.slot],
+        )
+        .await
+        .unwrap();
     assert!(slots.is_empty(), "removing the connector drops its slot");
 }
 
@@ -215,7 +303,9 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
     let mut events = Vec::new();
     let deadline = Instant::now() + limit;
     while events.len() < count && Instant::now() < deadline {
-        let Some(message) = consumer.poll(Duration::from_millis(200)) else { continue };
+        let Some(message) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
         let message = message.expect("kafka message");
         let Some(payload) = message.payload() else {
             events.push(None);
@@ -223,22 +313,31 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
         };
         assert_eq!(payload[0], 0, "Confluent wire format: magic byte 0");
         let id = u32::from_be_bytes(payload[1..5].try_into().unwrap());
-        if !schemas.contains_key(&id) {
+        if let std::collections::btree_map::Entry::Vacant(e) = schemas.entry(id) {
             let body: serde_json::Value = http
-                .get(format!("http://127.0.0.1:{}/schemas/ids/{id}", ports.registry))
+                .get(format!(
+                    "http://127.0.0.1:{}/schemas/ids/{id}",
+                    ports.registry
+                ))
                 .send()
                 .await
                 .unwrap()
                 .json()
                 .await
                 .unwrap();
-            schemas.insert(id, apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap());
+            e.insert(apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap());
         }
-        let value = apache_avro::from_avro_datum(&schemas[&id], &mut &payload[5..], None).expect("avro value");
+        let value = apache_avro::reader::datum::GenericDatumReader::builder(&schemas[&id])
+            .build()
+            .and_then(|reader| reader.read_value(&mut &payload[5..]))
+            .expect("avro value");
         let json = avro_to_json(&value);
         events.push(Some(Event {
             op: json["op"].as_str().unwrap_or_default().to_owned(),
-            lsn: json["source"]["lsn"].as_i64().or_else(|| json["source"]["lsn"]["long"].as_i64()).unwrap_or(0),
+            lsn: json["source"]["lsn"]
+                .as_i64()
+                .or_else(|| json["source"]["lsn"]["long"].as_i64())
+                .unwrap_or(0),
             after: json["after"].to_string(),
         }));
     }
@@ -258,9 +357,18 @@ fn avro_to_json(value: &apache_avro::types::Value) -> serde_json::Value {
         A::Double(d) => J::from(*d),
         A::String(s) | A::Enum(_, s) => J::String(s.clone()),
         A::Union(_, inner) => avro_to_json(inner),
-        A::Record(fields) => J::Object(fields.iter().map(|(k, v)| (k.clone(), avro_to_json(v))).collect()),
+        A::Record(fields) => J::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), avro_to_json(v)))
+                .collect(),
+        ),
         A::Array(items) => J::Array(items.iter().map(avro_to_json).collect()),
-        A::Map(map) => J::Object(map.iter().map(|(k, v)| (k.clone(), avro_to_json(v))).collect()),
+        A::Map(map) => J::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), avro_to_json(v)))
+                .collect(),
+        ),
         // The test table's decimals are numeric(10,2): unscaled big-endian
         // two's complement, scale 2.
         A::Decimal(d) => J::String(scale_2(&Vec::<u8>::try_from(d).expect("decimal bytes"))),
@@ -283,11 +391,14 @@ fn interrupted_up_leaves_nothing(state: &Path) {
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     let mut seen = Vec::new();
     while Instant::now() < deadline {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
@@ -298,28 +409,154 @@ fn interrupted_up_leaves_nothing(state: &Path) {
             }
         }
     }
-    assert!(seen.iter().any(|l| l.contains("connect") && l.contains("starting")), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("connect") && l.contains("starting")),
+        "{seen:?}"
+    );
     let pids = stack_pids(state);
     assert!(pids.len() >= 4, "started before the interrupt: {pids:?}");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let exited = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(exited.elapsed() < Duration::from_secs(40), "up did not exit after SIGINT");
+        assert!(
+            exited.elapsed() < Duration::from_secs(40),
+            "up did not exit after SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(!status.success(), "an interrupted up fails");
     std::thread::sleep(Duration::from_millis(300));
     let left: Vec<i32> = pids.into_iter().filter(|p| pid_alive(*p)).collect();
-    assert!(left.is_empty(), "still running after an interrupted up: {left:?}");
+    assert!(
+        left.is_empty(),
+        "still running after an interrupted up: {left:?}"
+    );
 }
 
 fn scale_2(bytes: &[u8]) -> String {
-    let mut n: i128 = if bytes.first().is_some_and(|x| x & 0x80 != 0) { -1 } else { 0 };
+    let mut n: i128 = if bytes.first().is_some_and(|x| x & 0x80 != 0) {
+        -1
+    } else {
+        0
+    };
     for byte in bytes {
         n = (n << 8) | i128::from(*byte);
     }
-    format!("{}{}.{:02}", if n < 0 { "-" } else { "" }, (n / 100).abs(), (n % 100).abs())
+    format!(
+        "{}{}.{:02}",
+        if n < 0 { "-" } else { "" },
+        (n / 100).abs(),
+        (n % 100).abs()
+    )
+}
+
+/// The seeded orders workload, from 4 connections, under Debezium capture:
+/// every kind of operation happens, nothing fails, and the stream drains to
+/// the workload's final LSN. The tables are exactly the vocabulary's.
+async fn workload_under_capture(ports: Ports) {
+    use lossproof_stdlib::workload;
+    let database = lossproof_runtime::stack::SOURCE_DATABASE;
+    let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
+        .await
+        .unwrap();
+    let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
+    source
+        .batch_execute(&workload::ddl(orders, false))
+        .await
+        .unwrap();
+    for table in orders.tables {
+        let columns: Vec<(String, String)> = source
+            .query(
+                "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
+                 WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                &[&table.name],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let expected: Vec<(String, String)> = table
+            .columns
+            .iter()
+            .map(|c| {
+                (
+                    c.name.to_owned(),
+                    c.sql_type
+                        .replace("timestamptz", "timestamp with time zone"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            columns, expected,
+            "table {} differs from the vocabulary",
+            table.name
+        );
+    }
+
+    let connect = ConnectClient::new(ports.connect);
+    let names = CaptureNames::for_run(&format!("workload{}", std::process::id()));
+    let tables = ["public.customers", "public.orders", "public.order_items"];
+    let config = debezium::config(&names, &ports, database, &tables, Encoding::Avro);
+    debezium::start(&connect, &names, &config, Duration::from_mins(1))
+        .await
+        .unwrap();
+
+    let plan =
+        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+            .analyze(
+                "w.lp",
+                "workload orders rate 400/s connections 4 customers 20\nunder load 3s < >",
+            )
+            .plan
+            .expect("plan")
+            .workload;
+    let (_stop, stop) = tokio::sync::watch::channel(false);
+    let report = workload::run(
+        &plan,
+        7,
+        ports.source_postgres,
+        database,
+        Duration::from_secs(3),
+        stop,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.failed, 0, "{report:?}");
+    assert!(report.ops > 300, "{report:?}");
+    for kind in ["insert", "update", "delete", "cascade"] {
+        assert!(
+            report.by_kind.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind}: {report:?}"
+        );
+    }
+    let items: i64 = source
+        .query_one("SELECT count(*) FROM order_items", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(items > 0);
+    let drained = debezium::wait_drained(
+        &connect,
+        &names,
+        &source,
+        report.final_lsn,
+        Duration::from_mins(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        drained,
+        Ok(()),
+        "the stream drains to the workload's final LSN"
+    );
+    debezium::remove(&connect, &names, &source).await.unwrap();
 }

@@ -767,7 +767,7 @@ impl<'a> Run<'a, '_> {
                     }
                 }
                 Statement::Use { name, span } => {
-                    self.use_fragment(name, *span, phase, window, used_at)
+                    self.use_fragment(name, *span, phase, window, used_at);
                 }
             }
         }
@@ -917,6 +917,8 @@ impl<'a> Run<'a, '_> {
         }
     }
 
+    // One arm per kind of schedule, each with its own impossibility checks.
+    #[allow(clippy::too_many_lines)]
     fn schedule(
         &mut self,
         action: &ast::Action,

@@ -384,7 +384,7 @@ pub fn best(outcomes: Vec<Outcome>) -> Outcome {
                 failure = Some(match failure {
                     Some(prev) => merge(prev, f),
                     None => f,
-                })
+                });
             }
         }
     }

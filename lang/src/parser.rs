@@ -337,7 +337,7 @@ impl<'a> Parser<'a> {
             let mut inner = part.into_inner();
             match rule {
                 Rule::at_sched => {
-                    timing = Some(Timing::At(self.quantity(&inner.nth(1).expect("at"))))
+                    timing = Some(Timing::At(self.quantity(&inner.nth(1).expect("at"))));
                 }
                 Rule::every_sched => {
                     let value = inner.nth(1).expect("every period");
@@ -509,7 +509,7 @@ impl<'a> Parser<'a> {
                 }
                 b'`' if junk[i..].starts_with("```") => {
                     if let Some(j) = rest[i + 3..].find("```") {
-                        i += j + 6
+                        i += j + 6;
                     } else {
                         self.truncated = true;
                         return Some(

@@ -10,7 +10,7 @@ use crate::ports::Ports;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Component {
-    /// The captured PostgreSQL (`wal_level=logical`).
+    /// The captured `PostgreSQL` (`wal_level=logical`).
     SourcePostgres,
     /// The broker's storage: a SEPARATE cluster, so nothing the broker does
     /// moves the source's WAL or hides its records.
@@ -25,8 +25,13 @@ pub enum Component {
 
 impl Component {
     /// Start order; stop in reverse.
-    pub const ALL: [Component; 5] =
-        [Self::SourcePostgres, Self::BrokerPostgres, Self::Broker, Self::Registry, Self::Connect];
+    pub const ALL: [Component; 5] = [
+        Self::SourcePostgres,
+        Self::BrokerPostgres,
+        Self::Broker,
+        Self::Registry,
+        Self::Connect,
+    ];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -55,7 +60,7 @@ impl Component {
         }
     }
 
-    /// The polite stop signal: PostgreSQL's fast shutdown is SIGINT (SIGTERM
+    /// The polite stop signal: `PostgreSQL`'s fast shutdown is SIGINT (SIGTERM
     /// would wait for every client to disconnect).
     #[must_use]
     pub fn stop_signal(self) -> Signal {
@@ -78,8 +83,8 @@ impl Component {
     #[must_use]
     pub fn start_timeout(self) -> Duration {
         match self {
-            Self::Connect => Duration::from_secs(120),
-            Self::SourcePostgres | Self::BrokerPostgres => Duration::from_secs(60),
+            Self::Connect => Duration::from_mins(2),
+            Self::SourcePostgres | Self::BrokerPostgres => Duration::from_mins(1),
             Self::Broker | Self::Registry => Duration::from_secs(30),
         }
     }

@@ -55,7 +55,8 @@ logger.reflections.level = ERROR
 /// Write the worker's files into `dir` and return the command that runs it.
 pub fn command(dir: &Path, ports: &Ports, tools: &Tools) -> Result<Command> {
     let properties = dir.join("worker.properties");
-    std::fs::write(&properties, worker_properties(ports)).context(|| format!("write {}", properties.display()))?;
+    std::fs::write(&properties, worker_properties(ports))
+        .context(|| format!("write {}", properties.display()))?;
     let log4j = dir.join("log4j2.properties");
     std::fs::write(&log4j, LOG4J2).context(|| format!("write {}", log4j.display()))?;
     let classpath = tools.connect_classpath();
@@ -93,53 +94,105 @@ pub struct ConnectorStatus {
 impl ConnectorStatus {
     #[must_use]
     pub fn running(&self) -> bool {
-        self.connector == "RUNNING" && !self.tasks.is_empty() && self.tasks.iter().all(|t| t == "RUNNING")
+        self.connector == "RUNNING"
+            && !self.tasks.is_empty()
+            && self.tasks.iter().all(|t| t == "RUNNING")
     }
 }
 
 impl ConnectClient {
+    /// # Panics
+    /// If the HTTP client cannot be built (no TLS is configured, so it can).
     #[must_use]
     pub fn new(port: u16) -> Self {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client");
-        Self { base: format!("http://127.0.0.1:{port}"), http }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("http client");
+        Self {
+            base: format!("http://127.0.0.1:{port}"),
+            http,
+        }
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<(u16, Value)> {
-        let mut request = self.http.request(method.clone(), format!("{}{path}", self.base));
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value)> {
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base));
         if let Some(body) = body {
             request = request.json(&body);
         }
         let response = request.send().await?;
         let status = response.status().as_u16();
         let text = response.text().await?;
-        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
         if status >= 400 && status != 404 {
-            return Err(Error::Connect(format!("{method} {path} answered {status}: {value}")));
+            return Err(Error::Connect(format!(
+                "{method} {path} answered {status}: {value}"
+            )));
         }
         Ok((status, value))
     }
 
     /// Create the connector, or update its config (PUT is both).
     pub async fn put_config(&self, name: &str, config: &Value) -> Result<()> {
-        self.call(reqwest::Method::PUT, &format!("/connectors/{name}/config"), Some(config.clone())).await.map(drop)
+        self.call(
+            reqwest::Method::PUT,
+            &format!("/connectors/{name}/config"),
+            Some(config.clone()),
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn names(&self) -> Result<Vec<String>> {
         let (_, value) = self.call(reqwest::Method::GET, "/connectors", None).await?;
-        Ok(value.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default())
+        Ok(value
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// None when the connector does not exist.
     pub async fn status(&self, name: &str) -> Result<Option<ConnectorStatus>> {
-        let (code, value) = self.call(reqwest::Method::GET, &format!("/connectors/{name}/status"), None).await?;
+        let (code, value) = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/connectors/{name}/status"),
+                None,
+            )
+            .await?;
         if code == 404 {
             return Ok(None);
         }
         let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
         Ok(Some(ConnectorStatus {
-            connector: value["connector"]["state"].as_str().unwrap_or("UNKNOWN").to_owned(),
-            tasks: tasks.iter().map(|t| t["state"].as_str().unwrap_or("UNKNOWN").to_owned()).collect(),
-            failure: tasks.iter().find_map(|t| t["trace"].as_str().map(|s| s.lines().next().unwrap_or(s).to_owned())),
+            connector: value["connector"]["state"]
+                .as_str()
+                .unwrap_or("UNKNOWN")
+                .to_owned(),
+            tasks: tasks
+                .iter()
+                .map(|t| t["state"].as_str().unwrap_or("UNKNOWN").to_owned())
+                .collect(),
+            failure: tasks.iter().find_map(|t| {
+                t["trace"]
+                    .as_str()
+                    .map(|s| s.lines().next().unwrap_or(s).to_owned())
+            }),
         }))
     }
 
@@ -161,33 +214,75 @@ impl ConnectClient {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        Err(Error::Timeout(limit.as_secs(), format!("connector {name} not RUNNING; last seen {}", last.unwrap_or_default())))
+        Err(Error::Timeout(
+            limit.as_secs(),
+            format!(
+                "connector {name} not RUNNING; last seen {}",
+                last.unwrap_or_default()
+            ),
+        ))
     }
 
     /// Stop (Connect 3.5+): tasks shut down, the config stays.
     pub async fn stop(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::PUT, &format!("/connectors/{name}/stop"), None).await.map(drop)
+        self.call(
+            reqwest::Method::PUT,
+            &format!("/connectors/{name}/stop"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn resume(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::PUT, &format!("/connectors/{name}/resume"), None).await.map(drop)
+        self.call(
+            reqwest::Method::PUT,
+            &format!("/connectors/{name}/resume"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn pause(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::PUT, &format!("/connectors/{name}/pause"), None).await.map(drop)
+        self.call(
+            reqwest::Method::PUT,
+            &format!("/connectors/{name}/pause"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn restart(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::POST, &format!("/connectors/{name}/restart?includeTasks=true"), None).await.map(drop)
+        self.call(
+            reqwest::Method::POST,
+            &format!("/connectors/{name}/restart?includeTasks=true"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn delete(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::DELETE, &format!("/connectors/{name}"), None).await.map(drop)
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("/connectors/{name}"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     /// Forget the connector's source offsets (it must be stopped first).
     pub async fn reset_offsets(&self, name: &str) -> Result<()> {
-        self.call(reqwest::Method::DELETE, &format!("/connectors/{name}/offsets"), None).await.map(drop)
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("/connectors/{name}/offsets"),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     /// Every connector with its status (for `lossproof status`).
@@ -200,4 +295,3 @@ impl ConnectClient {
         Ok(out)
     }
 }
-

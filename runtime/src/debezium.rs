@@ -1,4 +1,4 @@
-//! The Debezium PostgreSQL connector of one run: names that carry the run
+//! The Debezium `PostgreSQL` connector of one run: names that carry the run
 //! id, create/stop/delete through Connect, its replication slot, and the
 //! drained check.
 
@@ -24,7 +24,16 @@ impl CaptureNames {
     /// Names for run `run_id` (letters, digits and `_` only).
     #[must_use]
     pub fn for_run(run_id: &str) -> Self {
-        let id: String = run_id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+        let id: String = run_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         Self {
             connector: format!("lp-{id}"),
             slot: format!("lp_{id}"),
@@ -50,8 +59,17 @@ pub enum Encoding {
 }
 
 /// The connector's configuration.
+///
+/// # Panics
+/// Never: both parts are JSON objects built here.
 #[must_use]
-pub fn config(names: &CaptureNames, ports: &Ports, database: &str, tables: &[&str], encoding: Encoding) -> Value {
+pub fn config(
+    names: &CaptureNames,
+    ports: &Ports,
+    database: &str,
+    tables: &[&str],
+    encoding: Encoding,
+) -> Value {
     let mut config = json!({
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "tasks.max": "1",
@@ -93,17 +111,31 @@ pub fn config(names: &CaptureNames, ports: &Ports, database: &str, tables: &[&st
 }
 
 /// Create (or update) the connector and wait until it and its task run.
-pub async fn start(connect: &ConnectClient, names: &CaptureNames, config: &Value, limit: Duration) -> Result<()> {
+pub async fn start(
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    config: &Value,
+    limit: Duration,
+) -> Result<()> {
     connect.put_config(&names.connector, config).await?;
     connect.wait_running(&names.connector, limit).await
 }
 
 /// Delete the connector and drop its slot and publication (deleting a
 /// connector never drops its slot: an orphan slot pins WAL forever).
-pub async fn remove(connect: &ConnectClient, names: &CaptureNames, source: &tokio_postgres::Client) -> Result<()> {
+pub async fn remove(
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+) -> Result<()> {
     connect.delete(&names.connector).await?;
     drop_slot(source, &names.slot, Duration::from_secs(30)).await?;
-    source.batch_execute(&format!("DROP PUBLICATION IF EXISTS \"{}\"", names.publication)).await?;
+    source
+        .batch_execute(&format!(
+            "DROP PUBLICATION IF EXISTS \"{}\"",
+            names.publication
+        ))
+        .await?;
     Ok(())
 }
 
@@ -111,20 +143,32 @@ pub async fn remove(connect: &ConnectClient, names: &CaptureNames, source: &toki
 pub async fn drop_slot(source: &tokio_postgres::Client, slot: &str, limit: Duration) -> Result<()> {
     let deadline = Instant::now() + limit;
     loop {
-        let row = source.query_opt("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1", &[&slot]).await?;
+        let row = source
+            .query_opt(
+                "SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1",
+                &[&slot],
+            )
+            .await?;
         let Some(row) = row else { return Ok(()) };
         let active: bool = row.get(0);
         if !active {
-            source.execute("SELECT pg_drop_replication_slot($1)", &[&slot]).await?;
+            source
+                .execute("SELECT pg_drop_replication_slot($1)", &[&slot])
+                .await?;
             return Ok(());
         }
         if Instant::now() >= deadline {
             // Still held (e.g. a dead worker's connection): end it.
             let pid: Option<i32> = row.get(1);
-            source.execute("SELECT pg_terminate_backend($1)", &[&pid]).await?;
+            source
+                .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                .await?;
         }
         if Instant::now() >= deadline + Duration::from_secs(10) {
-            return Err(Error::Timeout(limit.as_secs() + 10, format!("slot {slot} stays active")));
+            return Err(Error::Timeout(
+                limit.as_secs() + 10,
+                format!("slot {slot} stays active"),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -132,7 +176,9 @@ pub async fn drop_slot(source: &tokio_postgres::Client, slot: &str, limit: Durat
 
 /// The source's current WAL position, taken after the workload's last write.
 pub async fn current_lsn(source: &tokio_postgres::Client) -> Result<u64> {
-    let row = source.query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[]).await?;
+    let row = source
+        .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+        .await?;
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
@@ -171,8 +217,17 @@ pub async fn drained_now(
 ) -> Result<Result<(), NotDrained>> {
     match connect.status(&names.connector).await? {
         Some(status) if status.running() => {}
-        Some(status) => return Ok(Err(NotDrained::ConnectorNotRunning(format!("{} {:?}", status.connector, status.tasks)))),
-        None => return Ok(Err(NotDrained::ConnectorNotRunning("no such connector".into()))),
+        Some(status) => {
+            return Ok(Err(NotDrained::ConnectorNotRunning(format!(
+                "{} {:?}",
+                status.connector, status.tasks
+            ))));
+        }
+        None => {
+            return Ok(Err(NotDrained::ConnectorNotRunning(
+                "no such connector".into(),
+            )));
+        }
     }
     let row = source
         .query_opt(
@@ -180,9 +235,18 @@ pub async fn drained_now(
             &[&names.slot],
         )
         .await?;
-    let Some(row) = row else { return Ok(Err(NotDrained::NoSlot)) };
-    let confirmed = row.get::<_, Option<i64>>(0).and_then(|v| u64::try_from(v).ok()).unwrap_or(0);
-    if confirmed >= target { Ok(Ok(())) } else { Ok(Err(NotDrained::Behind { confirmed, target })) }
+    let Some(row) = row else {
+        return Ok(Err(NotDrained::NoSlot));
+    };
+    let confirmed = row
+        .get::<_, Option<i64>>(0)
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(0);
+    if confirmed >= target {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(NotDrained::Behind { confirmed, target }))
+    }
 }
 
 /// Wait (bounded) until drained; the error says why not.
@@ -218,8 +282,16 @@ mod tests {
         let names = CaptureNames::for_run("2026-11-30T01:02 seed 7");
         assert_eq!(names.slot, "lp_2026_11_30t01_02_seed_7");
         assert_eq!(names.connector, "lp-2026_11_30t01_02_seed_7");
-        assert_eq!(names.topic("public", "orders"), "lp_2026_11_30t01_02_seed_7.public.orders");
-        assert!(names.slot.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'));
+        assert_eq!(
+            names.topic("public", "orders"),
+            "lp_2026_11_30t01_02_seed_7.public.orders"
+        );
+        assert!(
+            names
+                .slot
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        );
     }
 
     #[test]

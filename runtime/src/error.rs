@@ -5,11 +5,19 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("`{0}` is missing: run `bash runtime/bootstrap.sh` (or `lossproof up`, which runs it)")]
     Missing(PathBuf),
     #[error("{component} did not become healthy within {timeout_s}s: {reason} (log: {log})")]
-    NotHealthy { component: String, timeout_s: u64, reason: String, log: PathBuf },
+    NotHealthy {
+        component: String,
+        timeout_s: u64,
+        reason: String,
+        log: PathBuf,
+    },
     #[error("{0}")]
     Setup(String),
     #[error("postgres: {0}")]
@@ -35,6 +43,9 @@ pub trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| Error::Io { what: what(), source })
+        self.map_err(|source| Error::Io {
+            what: what(),
+            source,
+        })
     }
 }

@@ -1,5 +1,5 @@
 //! Health probes: each bounded by a short timeout, so `status` answers
-//! within seconds even when a component hangs (e.g. SIGSTOPped).
+//! within seconds even when a component hangs (e.g. `SIGSTOPped`).
 
 use std::time::Duration;
 
@@ -31,13 +31,22 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
     let result = tokio::time::timeout(PROBE_TIMEOUT, async {
         match component {
             Component::SourcePostgres | Component::BrokerPostgres => postgres_version(port).await,
-            Component::Broker => tcp(port).await.map(|()| "nisshi".to_owned()),
-            Component::Registry => http_ok(http, &format!("http://127.0.0.1:{port}/")).await.map(|_| "lossproof".to_owned()),
+            Component::Broker => tcp(port)
+                .await
+                .map(|()| format!("nisshi {}", crate::tools::NISSHI_VERSION)),
+            Component::Registry => http_ok(http, &format!("http://127.0.0.1:{port}/"))
+                .await
+                .map(|_| format!("lossproof registry {}", env!("CARGO_PKG_VERSION"))),
             Component::Connect => {
                 http_ok(http, &format!("http://127.0.0.1:{port}/health")).await?;
-                let root: serde_json::Value = serde_json::from_str(&http_ok(http, &format!("http://127.0.0.1:{port}/")).await?)
-                    .map_err(|e| e.to_string())?;
-                Ok(format!("kafka connect {}", root["version"].as_str().unwrap_or("?")))
+                let root: serde_json::Value = serde_json::from_str(
+                    &http_ok(http, &format!("http://127.0.0.1:{port}/")).await?,
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "kafka connect {}",
+                    root["version"].as_str().unwrap_or("?")
+                ))
             }
         }
     })
@@ -45,23 +54,37 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
     match result {
         Ok(Ok(version)) => Health::Healthy { version },
         Ok(Err(reason)) => Health::Unhealthy { reason },
-        Err(_) => Health::Unhealthy { reason: format!("no answer within {}s", PROBE_TIMEOUT.as_secs()) },
+        Err(_) => Health::Unhealthy {
+            reason: format!("no answer within {}s", PROBE_TIMEOUT.as_secs()),
+        },
     }
 }
 
 async fn tcp(port: u16) -> Result<(), String> {
-    tokio::net::TcpStream::connect(("127.0.0.1", port)).await.map(drop).map_err(|e| e.to_string())
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 async fn http_ok(http: &reqwest::Client, url: &str) -> Result<String, String> {
     let response = http.get(url).send().await.map_err(|e| e.to_string())?;
     let status = response.status();
     let body = response.text().await.map_err(|e| e.to_string())?;
-    if status.is_success() { Ok(body) } else { Err(format!("{url} answered {status}")) }
+    if status.is_success() {
+        Ok(body)
+    } else {
+        Err(format!("{url} answered {status}"))
+    }
 }
 
 async fn postgres_version(port: u16) -> Result<String, String> {
-    let client = crate::postgres::connect(port, "postgres").await.map_err(|e| e.to_string())?;
-    let row = client.query_one("SHOW server_version", &[]).await.map_err(|e| e.to_string())?;
+    let client = crate::postgres::connect(port, "postgres")
+        .await
+        .map_err(|e| e.to_string())?;
+    let row = client
+        .query_one("SHOW server_version", &[])
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(format!("postgresql {}", row.get::<_, String>(0)))
 }

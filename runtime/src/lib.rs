@@ -4,6 +4,8 @@
 //!   component a child process in its own process group ([`ProcessRecord`]).
 //! - [`ConnectClient`] and [`debezium`]: the Debezium connector of a run, its
 //!   replication slot, and the drained check.
+//! - [`Lake`]: the local Iceberg lake (sqlite SQL catalog + filesystem
+//!   warehouse) that iceberg-rust and pyiceberg share.
 //!
 //! Depends on `lang/` only (later: the executor and the reconciler).
 
@@ -12,6 +14,7 @@ pub mod connect;
 pub mod debezium;
 pub mod error;
 pub mod health;
+pub mod lake;
 pub mod ports;
 pub mod postgres;
 pub mod process;
@@ -22,6 +25,7 @@ pub mod tools;
 pub use component::Component;
 pub use connect::ConnectClient;
 pub use error::{Error, Result};
+pub use lake::Lake;
 pub use ports::Ports;
 pub use process::ProcessRecord;
 pub use stack::Stack;

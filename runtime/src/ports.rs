@@ -20,9 +20,22 @@ impl Ports {
     /// so none is handed out twice).
     pub fn allocate() -> Result<Self> {
         let listeners: Vec<TcpListener> = (0..5)
-            .map(|_| TcpListener::bind("127.0.0.1:0").context(|| "bind a free loopback port".to_owned()))
+            .map(|_| {
+                TcpListener::bind("127.0.0.1:0").context(|| "bind a free loopback port".to_owned())
+            })
             .collect::<Result<_>>()?;
-        let port = |i: usize| listeners[i].local_addr().map(|a| a.port()).context(|| "read a bound port".to_owned());
-        Ok(Self { source_postgres: port(0)?, broker_postgres: port(1)?, broker: port(2)?, registry: port(3)?, connect: port(4)? })
+        let port = |i: usize| {
+            listeners[i]
+                .local_addr()
+                .map(|a| a.port())
+                .context(|| "read a bound port".to_owned())
+        };
+        Ok(Self {
+            source_postgres: port(0)?,
+            broker_postgres: port(1)?,
+            broker: port(2)?,
+            registry: port(3)?,
+            connect: port(4)?,
+        })
     }
 }

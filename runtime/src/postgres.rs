@@ -1,5 +1,5 @@
-//! The two PostgreSQL clusters: created with `initdb`, run as a non-root
-//! user (PostgreSQL refuses root), listening only on loopback.
+//! The two `PostgreSQL` clusters: created with `initdb`, run as a non-root
+//! user (`PostgreSQL` refuses root), listening only on loopback.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,10 +29,15 @@ pub async fn connect(port: u16, database: &str) -> Result<tokio_postgres::Client
 /// Create `database` if it does not exist.
 pub async fn ensure_database(port: u16, database: &str) -> Result<()> {
     let client = connect(port, "postgres").await?;
-    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database]).await?.is_some();
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
+        .await?
+        .is_some();
     if !exists {
         // Identifiers cannot be bound as parameters; `database` is ours, not user input.
-        client.batch_execute(&format!("CREATE DATABASE \"{database}\"")).await?;
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{database}\""))
+            .await?;
     }
     Ok(())
 }
@@ -46,17 +51,33 @@ pub fn prepare(component: Component, component_dir: &Path, state_root: &Path) ->
         let user = User::from_name(POSTGRES_USER)
             .ok()
             .flatten()
-            .ok_or_else(|| Error::Setup("no `postgres` user: install postgresql-15 (`bash runtime/bootstrap.sh`)".into()))?;
-        chown(component_dir, Some(user.uid), Some(user.gid)).map_err(std::io::Error::from).context(|| format!("chown {}", component_dir.display()))?;
-        if as_postgres(Command::new("test").arg("-w").arg(component_dir)).status().is_ok_and(|s| s.success()) {
+            .ok_or_else(|| {
+                Error::Setup(
+                    "no `postgres` user: install postgresql-15 (`bash runtime/bootstrap.sh`)"
+                        .into(),
+                )
+            })?;
+        chown(component_dir, Some(user.uid), Some(user.gid))
+            .map_err(std::io::Error::from)
+            .context(|| format!("chown {}", component_dir.display()))?;
+        if as_postgres(Command::new("test").arg("-w").arg(component_dir))
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             component_dir.to_owned()
         } else {
             let fallback = PathBuf::from("/var/tmp/lossproof-postgres")
-                .join(format!("{:016x}", fnv(state_root.to_string_lossy().as_bytes())))
+                .join(format!(
+                    "{:016x}",
+                    fnv(state_root.to_string_lossy().as_bytes())
+                ))
                 .join(component.name());
-            std::fs::create_dir_all(&fallback).context(|| format!("create {}", fallback.display()))?;
+            std::fs::create_dir_all(&fallback)
+                .context(|| format!("create {}", fallback.display()))?;
             for dir in fallback.ancestors().take(3) {
-                chown(dir, Some(user.uid), Some(user.gid)).map_err(std::io::Error::from).context(|| format!("chown {}", dir.display()))?;
+                chown(dir, Some(user.uid), Some(user.gid))
+                    .map_err(std::io::Error::from)
+                    .context(|| format!("chown {}", dir.display()))?;
             }
             fallback
         }
@@ -67,24 +88,31 @@ pub fn prepare(component: Component, component_dir: &Path, state_root: &Path) ->
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".s.PGSQL.") && name.ends_with(".lock") {
+            if name.starts_with(".s.PGSQL.")
+                && entry.path().extension().is_some_and(|e| e == "lock")
+            {
                 remove_stale_lock(&entry.path())?;
             }
         }
     }
     if !dir.join("data/PG_VERSION").is_file() {
-        let output = as_postgres(Command::new("timeout").arg("120").arg(Tools::postgres("initdb")).args([
-            "-D",
-            &dir.join("data").to_string_lossy(),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "-E",
-            "UTF8",
-            "--no-sync",
-            "--no-instructions",
-        ]))
+        let output = as_postgres(
+            Command::new("timeout")
+                .arg("120")
+                .arg(Tools::postgres("initdb"))
+                .args([
+                    "-D",
+                    &dir.join("data").to_string_lossy(),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                    "--no-instructions",
+                ]),
+        )
         .output()
         .context(|| "run initdb".to_owned())?;
         if !output.status.success() {
@@ -98,17 +126,23 @@ pub fn prepare(component: Component, component_dir: &Path, state_root: &Path) ->
 }
 
 /// After a SIGKILL the old postmaster can linger as a zombie until init
-/// reaps it, and PostgreSQL takes the zombie's pid in `postmaster.pid` (and
+/// reaps it, and `PostgreSQL` takes the zombie's pid in `postmaster.pid` (and
 /// in its socket's lock file) for a live server. A pid that is gone or a
 /// zombie is stale: remove the lock file.
 fn remove_stale_lock(pid_file: &Path) -> Result<()> {
-    let Ok(text) = std::fs::read_to_string(pid_file) else { return Ok(()) };
-    let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<i32>().ok()) else { return Ok(()) };
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).map(str::to_owned));
-    if matches!(state.as_deref(), None | Some("Z" | "X")) {
-        std::fs::remove_file(pid_file).context(|| format!("remove stale {}", pid_file.display()))?;
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return Ok(());
+    };
+    let Some(pid) = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<i32>().ok())
+    else {
+        return Ok(());
+    };
+    if !crate::process::running(pid) {
+        std::fs::remove_file(pid_file)
+            .context(|| format!("remove stale {}", pid_file.display()))?;
     }
     Ok(())
 }
@@ -117,7 +151,11 @@ fn remove_stale_lock(pid_file: &Path) -> Result<()> {
 /// files stay as `initdb` made them.
 #[must_use]
 pub fn command(component: Component, dir: &Path, port: u16) -> Command {
-    let mut command = as_postgres(Command::new(Tools::postgres("postgres")).arg("-D").arg(dir.join("data")));
+    let mut command = as_postgres(
+        Command::new(Tools::postgres("postgres"))
+            .arg("-D")
+            .arg(dir.join("data")),
+    );
     let mut set = |k: &str, v: &str| {
         command.arg("-c").arg(format!("{k}={v}"));
     };
@@ -142,7 +180,10 @@ pub fn command(component: Component, dir: &Path, port: u16) -> Command {
 fn as_postgres(command: &mut Command) -> Command {
     if Uid::effective().is_root() {
         let mut wrapped = Command::new("runuser");
-        wrapped.args(["-u", POSTGRES_USER, "--"]).arg(command.get_program()).args(command.get_args());
+        wrapped
+            .args(["-u", POSTGRES_USER, "--"])
+            .arg(command.get_program())
+            .args(command.get_args());
         wrapped
     } else {
         let mut same = Command::new(command.get_program());
@@ -152,5 +193,7 @@ fn as_postgres(command: &mut Command) -> Command {
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

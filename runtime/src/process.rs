@@ -25,16 +25,25 @@ pub struct ProcessRecord {
 impl ProcessRecord {
     /// Start `command` detached in a new process group, its stdout and stderr
     /// appended to `log`. The process outlives the caller until stopped.
+    ///
+    /// # Panics
+    /// If the kernel hands out a pid above `i32::MAX` (it never does).
     pub fn spawn(command: &mut Command, log: &Path) -> Result<Self> {
-        let out = File::options().create(true).append(true).open(log).context(|| format!("open {}", log.display()))?;
-        let err = out.try_clone().context(|| format!("open {}", log.display()))?;
+        let out = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .context(|| format!("open {}", log.display()))?;
+        let err = out
+            .try_clone()
+            .context(|| format!("open {}", log.display()))?;
         let child = command
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()
-            .context(|| format!("start {:?}", command.get_program()))?;
+            .context(|| format!("start {}", command.get_program().to_string_lossy()))?;
         let pid = i32::try_from(child.id()).expect("pids fit in i32");
         // Not waited for: the process belongs to the stack, not to this
         // command; once we exit, init reaps it.
@@ -71,6 +80,7 @@ impl ProcessRecord {
     }
 
     /// Send `signal` to the group (faults: SIGKILL, SIGSTOP, SIGCONT).
+    #[must_use]
     pub fn signal(&self, signal: Signal) -> bool {
         self.alive() && killpg(Pid::from_raw(self.pid), signal).is_ok()
     }
@@ -90,7 +100,9 @@ impl ProcessRecord {
     #[must_use]
     pub fn group_rss_bytes(&self) -> u64 {
         let page = 4096;
-        let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return 0;
+        };
         entries
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
             .filter(|pid| pgid(*pid) == Some(self.pid))
@@ -103,6 +115,12 @@ impl ProcessRecord {
     }
 }
 
+/// Whether `pid` is a running process (not gone, not a zombie).
+#[must_use]
+pub fn running(pid: i32) -> bool {
+    stat(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
 /// (state, start ticks) from `/proc/PID/stat`.
 fn stat(pid: i32) -> Option<(char, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -111,14 +129,19 @@ fn stat(pid: i32) -> Option<(char, u64)> {
     let rest = &text[text.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3 (state); start time is field 22.
-    Some((fields.first()?.chars().next()?, fields.get(19)?.parse().ok()?))
+    Some((
+        fields.first()?.chars().next()?,
+        fields.get(19)?.parse().ok()?,
+    ))
 }
 
 fn start_ticks(pid: i32) -> Option<u64> {
     stat(pid).map(|(_, ticks)| ticks)
 }
 
-fn pgid(pid: i32) -> Option<i32> {
+/// The process group of `pid`.
+#[must_use]
+pub fn pgid(pid: i32) -> Option<i32> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 2..];
     rest.split_whitespace().nth(2)?.parse().ok()
@@ -147,12 +170,18 @@ mod tests {
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
             .filter(|p| pgid(*p) == Some(record.pid))
             .collect();
-        assert!(members.len() >= 2, "parent and child in the group: {members:?}");
+        assert!(
+            members.len() >= 2,
+            "parent and child in the group: {members:?}"
+        );
         record.stop(Signal::SIGTERM, Duration::from_millis(300));
         assert!(!record.alive());
         std::thread::sleep(Duration::from_millis(100));
         for pid in members {
-            assert!(matches!(stat(pid), None | Some(('Z', _))), "{pid} survived the group stop");
+            assert!(
+                matches!(stat(pid), None | Some(('Z', _))),
+                "{pid} survived the group stop"
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -160,8 +189,17 @@ mod tests {
     #[test]
     fn a_recycled_pid_is_not_ours() {
         let me = i32::try_from(std::process::id()).unwrap();
-        let real = ProcessRecord { pid: me, start_ticks: start_ticks(me).unwrap() };
+        let real = ProcessRecord {
+            pid: me,
+            start_ticks: start_ticks(me).unwrap(),
+        };
         assert!(real.alive());
-        assert!(!ProcessRecord { start_ticks: real.start_ticks + 1, ..real }.alive());
+        assert!(
+            !ProcessRecord {
+                start_ticks: real.start_ticks + 1,
+                ..real
+            }
+            .alive()
+        );
     }
 }

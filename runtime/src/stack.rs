@@ -5,6 +5,10 @@
 //! started again, and one left half-started by a killed `up` is stopped and
 //! started afresh. Interrupted (Ctrl-C, SIGTERM), failed or panicking, `up`
 //! stops everything it recorded: nothing is left behind.
+//!
+//! After the components, `up` creates the local lake ([`Lake`]: a sqlite
+//! catalog and a warehouse folder under `<state>/lake`); it is files only, so
+//! `status` does not list it and `down --purge` removes it with the state dir.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use crate::component::Component;
 use crate::connect::{ConnectClient, ConnectorStatus};
 use crate::error::{Error, Result};
 use crate::health::{Health, probe};
+use crate::lake::Lake;
 use crate::ports::Ports;
 use crate::process::ProcessRecord;
 use crate::state_dir::{StackRecord, StateDir};
@@ -28,7 +33,7 @@ pub const SOURCE_DATABASE: &str = "lossproof";
 /// The broker's storage database.
 const BROKER_DATABASE: &str = "nisshi";
 /// How long a command waits for another to release the state dir.
-const LOCK_WAIT: Duration = Duration::from_secs(120);
+const LOCK_WAIT: Duration = Duration::from_mins(2);
 
 pub struct Stack {
     state: StateDir,
@@ -83,13 +88,19 @@ impl StatusReport {
 }
 
 impl Stack {
+    /// # Panics
+    /// If the HTTP client cannot be built (no TLS is configured, so it can).
     pub fn open(state_root: &Path) -> Result<Self> {
-        let exe = std::env::current_exe().map_err(|e| Error::Setup(format!("cannot find the lossproof executable: {e}")))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::Setup(format!("cannot find the lossproof executable: {e}")))?;
         Ok(Self {
             state: StateDir::open(state_root)?,
             tools: Tools::from_env(),
             exe,
-            http: reqwest::Client::builder().timeout(Duration::from_secs(3)).build().expect("http client"),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(3))
+                .build()
+                .expect("http client"),
         })
     }
 
@@ -100,7 +111,10 @@ impl Stack {
 
     /// The recorded ports, once `up` has chosen them.
     pub fn ports(&self) -> Result<Ports> {
-        self.state.load()?.ports.ok_or_else(|| Error::Setup("the stack was never started: run `lossproof up`".into()))
+        self.state
+            .load()?
+            .ports
+            .ok_or_else(|| Error::Setup("the stack was never started: run `lossproof up`".into()))
     }
 
     /// Bring every component to healthy. `progress` receives one line per step.
@@ -109,9 +123,12 @@ impl Stack {
         if !self.tools.complete() {
             self.tools.bootstrap()?;
         }
-        let mut guard = CleanupOnPanic { state: self.state.clone(), armed: true };
+        let mut guard = CleanupOnPanic {
+            state: self.state.clone(),
+            armed: true,
+        };
         let result = tokio::select! {
-            result = self.up_locked(progress) => result,
+            result = Box::pin(self.up_locked(progress)) => result,
             () = interrupted() => Err(Error::Interrupted),
         };
         if result.is_err() {
@@ -124,19 +141,25 @@ impl Stack {
 
     async fn up_locked(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
         let mut record = self.state.load()?;
-        let ports = match record.ports {
-            Some(ports) => ports,
-            None => {
-                let ports = Ports::allocate()?;
-                record.ports = Some(ports);
-                self.state.save(&record)?;
-                ports
-            }
+        let ports = if let Some(ports) = record.ports {
+            ports
+        } else {
+            let ports = Ports::allocate()?;
+            record.ports = Some(ports);
+            self.state.save(&record)?;
+            ports
         };
         for component in Component::ALL {
             if let Some(process) = record.processes.get(&component).copied() {
-                if process.alive() && self.healthy_within(component, &ports, Duration::from_secs(5)).await {
-                    progress(&format!("{component:<16} already running (pid {})", process.pid));
+                if process.alive()
+                    && self
+                        .healthy_within(component, &ports, Duration::from_secs(5))
+                        .await
+                {
+                    progress(&format!(
+                        "{component:<16} already running (pid {})",
+                        process.pid
+                    ));
                     continue;
                 }
                 // Dead, or alive but not answering (left by an interrupted
@@ -146,7 +169,10 @@ impl Stack {
                 self.state.save(&record)?;
             }
             let started = Instant::now();
-            progress(&format!("{component:<16} starting on 127.0.0.1:{}", component.port(&ports)));
+            progress(&format!(
+                "{component:<16} starting on 127.0.0.1:{}",
+                component.port(&ports)
+            ));
             let process = self.start(component, &ports, &mut record)?;
             record.processes.insert(component, process);
             self.state.save(&record)?;
@@ -155,12 +181,24 @@ impl Stack {
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             record.startup_ms.insert(component, ms);
             self.state.save(&record)?;
-            progress(&format!("{component:<16} healthy in {:.1}s (pid {})", ms as f64 / 1000.0, process.pid));
+            progress(&format!(
+                "{component:<16} healthy in {:.1}s (pid {})",
+                ms as f64 / 1000.0,
+                process.pid
+            ));
         }
+        // The lake is files only (no process): created once, idempotently.
+        let lake = Lake::open(self.state.root()).await?;
+        progress(&format!("{:<16} ready ({})", "lake", lake.root().display()));
         Ok(())
     }
 
-    fn start(&self, component: Component, ports: &Ports, record: &mut StackRecord) -> Result<ProcessRecord> {
+    fn start(
+        &self,
+        component: Component,
+        ports: &Ports,
+        record: &mut StackRecord,
+    ) -> Result<ProcessRecord> {
         let dir = self.state.component_dir(component)?;
         let log = self.state.log_path(component);
         let mut command: Command = match component {
@@ -170,10 +208,14 @@ impl Stack {
                 let command = postgres::command(component, &home, component.port(ports));
                 // The log file must be writable by the `postgres` user too:
                 // create it now, as its folder's owner.
-                let _ = std::fs::File::options().create(true).append(true).open(&log);
+                let _ = std::fs::File::options()
+                    .create(true)
+                    .append(true)
+                    .open(&log);
                 if let Ok(meta) = std::fs::metadata(&dir) {
                     use std::os::unix::fs::MetadataExt as _;
-                    let _ = nix::unistd::chown(&log, Some(meta.uid().into()), Some(meta.gid().into()));
+                    let _ =
+                        nix::unistd::chown(&log, Some(meta.uid().into()), Some(meta.gid().into()));
                 }
                 command
             }
@@ -186,9 +228,17 @@ impl Stack {
                 let mut command = Command::new(nisshi);
                 command
                     .arg("broker")
-                    .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
+                    .args([
+                        "--listener-url",
+                        &listener,
+                        "--advertised-listener-url",
+                        &listener,
+                    ])
                     .arg("--storage-engine")
-                    .arg(format!("postgres://postgres@127.0.0.1:{}/{BROKER_DATABASE}", ports.broker_postgres))
+                    .arg(format!(
+                        "postgres://postgres@127.0.0.1:{}/{BROKER_DATABASE}",
+                        ports.broker_postgres
+                    ))
                     .args(["--group-initial-rebalance-delay", "0s"]);
                 command
             }
@@ -207,15 +257,25 @@ impl Stack {
         ProcessRecord::spawn(&mut command, &log)
     }
 
-    async fn wait_healthy(&self, component: Component, ports: &Ports, process: ProcessRecord) -> Result<()> {
+    async fn wait_healthy(
+        &self,
+        component: Component,
+        ports: &Ports,
+        process: ProcessRecord,
+    ) -> Result<()> {
         let deadline = Instant::now() + component.start_timeout();
-        let mut last = Health::Unhealthy { reason: "not probed yet".into() };
+        let mut last = Health::Unhealthy {
+            reason: "not probed yet".into(),
+        };
         while Instant::now() < deadline {
             if !process.alive() {
                 return Err(Error::NotHealthy {
                     component: component.name().into(),
                     timeout_s: component.start_timeout().as_secs(),
-                    reason: format!("the process exited; last log lines:\n{}", self.tail(component, 15)),
+                    reason: format!(
+                        "the process exited; last log lines:\n{}",
+                        self.tail(component, 15)
+                    ),
                     log: self.state.log_path(component),
                 });
             }
@@ -248,8 +308,12 @@ impl Stack {
 
     async fn after_start(&self, component: Component, ports: &Ports) -> Result<()> {
         match component {
-            Component::SourcePostgres => postgres::ensure_database(ports.source_postgres, SOURCE_DATABASE).await,
-            Component::BrokerPostgres => postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await,
+            Component::SourcePostgres => {
+                postgres::ensure_database(ports.source_postgres, SOURCE_DATABASE).await
+            }
+            Component::BrokerPostgres => {
+                postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await
+            }
             _ => Ok(()),
         }
     }
@@ -266,8 +330,10 @@ impl Stack {
                     let _ = std::fs::remove_dir_all(dir);
                 }
             }
-            std::fs::remove_dir_all(self.state.root())
-                .map_err(|e| Error::Io { what: format!("remove {}", self.state.root().display()), source: e })?;
+            std::fs::remove_dir_all(self.state.root()).map_err(|e| Error::Io {
+                what: format!("remove {}", self.state.root().display()),
+                source: e,
+            })?;
             progress("state dir removed");
         }
         Ok(())
@@ -279,7 +345,14 @@ impl Stack {
             if let Some(process) = record.processes.remove(&component) {
                 let was_alive = process.alive();
                 process.stop(component.stop_signal(), component.stop_grace());
-                progress(&format!("{component:<16} {}", if was_alive { "stopped" } else { "was not running" }));
+                progress(&format!(
+                    "{component:<16} {}",
+                    if was_alive {
+                        "stopped"
+                    } else {
+                        "was not running"
+                    }
+                ));
                 self.state.save(&record)?;
             }
         }
@@ -311,9 +384,14 @@ impl Stack {
             }
         });
         let mut components = Vec::new();
-        for (component, process, alive, health) in futures_join(probes).await {
+        for (component, process, alive, health) in futures_util::future::join_all(probes).await {
             let (state, detail) = match health {
-                _ if !alive => ("down", process.map_or("never started".to_owned(), |p| format!("pid {} is gone", p.pid))),
+                _ if !alive => (
+                    "down",
+                    process.map_or("never started".to_owned(), |p| {
+                        format!("pid {} is gone", p.pid)
+                    }),
+                ),
                 Some(Health::Healthy { version }) => ("healthy", version),
                 Some(Health::Unhealthy { reason }) => ("unhealthy", reason),
                 None => ("down", "no ports recorded".to_owned()),
@@ -328,14 +406,31 @@ impl Stack {
                 startup_ms: record.startup_ms.get(&component).copied(),
             });
         }
-        let healthy = |c: Component| components.iter().any(|s| s.component == c && s.state == "healthy");
+        let healthy = |c: Component| {
+            components
+                .iter()
+                .any(|s| s.component == c && s.state == "healthy")
+        };
         let mut connectors = Vec::new();
         let mut slots = Vec::new();
         if let Some(ports) = ports {
             if healthy(Component::Connect) {
-                for (name, status) in ConnectClient::new(ports.connect).all().await.unwrap_or_default() {
-                    let status = status.unwrap_or(ConnectorStatus { connector: "UNKNOWN".into(), tasks: vec![], failure: None });
-                    connectors.push(ConnectorReport { name, state: status.connector, tasks: status.tasks, failure: status.failure });
+                for (name, status) in ConnectClient::new(ports.connect)
+                    .all()
+                    .await
+                    .unwrap_or_default()
+                {
+                    let status = status.unwrap_or(ConnectorStatus {
+                        connector: "UNKNOWN".into(),
+                        tasks: vec![],
+                        failure: None,
+                    });
+                    connectors.push(ConnectorReport {
+                        name,
+                        state: status.connector,
+                        tasks: status.tasks,
+                        failure: status.failure,
+                    });
                 }
             }
             if healthy(Component::SourcePostgres)
@@ -349,10 +444,22 @@ impl Stack {
                     )
                     .await
                     .unwrap_or_default();
-                slots = rows.iter().map(|r| SlotStatus { slot: r.get(0), active: r.get(1), lag_bytes: r.get(2) }).collect();
+                slots = rows
+                    .iter()
+                    .map(|r| SlotStatus {
+                        slot: r.get(0),
+                        active: r.get(1),
+                        lag_bytes: r.get(2),
+                    })
+                    .collect();
             }
         }
-        Ok(StatusReport { state_dir: self.state.root().to_owned(), components, connectors, slots })
+        Ok(StatusReport {
+            state_dir: self.state.root().to_owned(),
+            components,
+            connectors,
+            slots,
+        })
     }
 
     /// The last `lines` lines of a component's log.
@@ -368,22 +475,22 @@ impl Stack {
     pub fn versions() -> BTreeMap<&'static str, String> {
         BTreeMap::from([
             ("broker", format!("nisshi {NISSHI_VERSION}")),
-            ("connect", format!("kafka connect + debezium ({})", crate::tools::CONNECT_CLASSPATH)),
+            (
+                "connect",
+                format!(
+                    "kafka connect + debezium ({})",
+                    crate::tools::CONNECT_CLASSPATH
+                ),
+            ),
             ("postgres", crate::tools::POSTGRES_BIN.to_owned()),
         ])
     }
 }
 
-/// Run futures concurrently and collect their outputs in order.
-async fn futures_join<F: std::future::Future>(futures: [F; 5]) -> Vec<F::Output> {
-    let [a, b, c, d, e] = futures;
-    let (a, b, c, d, e) = tokio::join!(a, b, c, d, e);
-    vec![a, b, c, d, e]
-}
-
 /// Resolves on Ctrl-C or SIGTERM.
 async fn interrupted() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
@@ -399,13 +506,17 @@ struct CleanupOnPanic {
 
 impl Drop for CleanupOnPanic {
     fn drop(&mut self) {
-        if self.armed && std::thread::panicking()
+        if self.armed
+            && std::thread::panicking()
             && let Ok(record) = self.state.load()
         {
             for (component, process) in record.processes.iter().rev() {
                 process.stop(component.stop_signal(), component.stop_grace());
             }
-            let _ = self.state.save(&StackRecord { processes: BTreeMap::new(), ..record });
+            let _ = self.state.save(&StackRecord {
+                processes: BTreeMap::new(),
+                ..record
+            });
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct StackRecord {
     pub processes: BTreeMap<Component, ProcessRecord>,
     /// Milliseconds from start to healthy, per component, at the last `up`.
     pub startup_ms: BTreeMap<Component, u64>,
-    /// Where each PostgreSQL cluster's files are (the state dir, or a
+    /// Where each `PostgreSQL` cluster's files are (the state dir, or a
     /// fallback the `postgres` user can reach).
     pub postgres_dirs: BTreeMap<Component, PathBuf>,
 }
@@ -54,7 +54,9 @@ impl StateDir {
 
     #[must_use]
     pub fn log_path(&self, component: Component) -> PathBuf {
-        self.root.join(component.name()).join(format!("{}.log", component.name()))
+        self.root
+            .join(component.name())
+            .join(format!("{}.log", component.name()))
     }
 
     fn record_path(&self) -> PathBuf {
@@ -64,13 +66,22 @@ impl StateDir {
     pub fn load(&self) -> Result<StackRecord> {
         let path = self.record_path();
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| Error::State { path, reason: e.to_string() }),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| Error::State {
+                path,
+                reason: e.to_string(),
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StackRecord::default()),
-            Err(e) => Err(Error::Io { what: format!("read {}", path.display()), source: e }),
+            Err(e) => Err(Error::Io {
+                what: format!("read {}", path.display()),
+                source: e,
+            }),
         }
     }
 
     /// Write atomically (temp file + rename): a crash never leaves half a record.
+    ///
+    /// # Panics
+    /// Never: a record always serialises.
     pub fn save(&self, record: &StackRecord) -> Result<()> {
         let path = self.record_path();
         let tmp = path.with_extension("json.tmp");
@@ -82,14 +93,24 @@ impl StateDir {
     /// Hold the state dir's lock (bounded wait): released when dropped.
     pub fn lock(&self, wait: Duration) -> Result<Lock> {
         let path = self.root.join("lock");
-        let file = File::options().create(true).truncate(false).write(true).open(&path).context(|| format!("open {}", path.display()))?;
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .context(|| format!("open {}", path.display()))?;
         let deadline = Instant::now() + wait;
         loop {
             // SAFETY-free: flock through nix on a descriptor we own.
             #[allow(deprecated)]
-            match nix::fcntl::flock(file.as_raw_fd(), nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            match nix::fcntl::flock(
+                file.as_raw_fd(),
+                nix::fcntl::FlockArg::LockExclusiveNonblock,
+            ) {
                 Ok(()) => return Ok(Lock { _file: file }),
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 Err(_) => {
                     return Err(Error::Setup(format!(
                         "another lossproof command holds {} (waited {}s)",
@@ -103,7 +124,7 @@ impl StateDir {
 }
 
 /// The state dir's lock; released on drop (the kernel releases it if the
-/// process dies, so a SIGKILLed `up` never leaves it stuck).
+/// process dies, so a `SIGKILLed` `up` never leaves it stuck).
 pub struct Lock {
     _file: File,
 }

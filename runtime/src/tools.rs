@@ -9,6 +9,9 @@ use crate::error::{Error, IoContext as _, Result};
 pub const NISSHI_VERSION: &str = "0.8.1";
 pub const CONNECT_CLASSPATH: &str = "connect-3.1.1.0-avro-3.6.3.0";
 pub const POSTGRES_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// pyiceberg (with its `sql-sqlite` and `pyarrow` extras) in its own
+/// virtualenv: the Python side of the lake (and, later, dbt's).
+pub const PYICEBERG_VERSION: &str = "0.12.0";
 
 /// The bootstrap script, shipped inside the binary so `lossproof up` works
 /// from anywhere.
@@ -23,7 +26,10 @@ impl Tools {
     #[must_use]
     pub fn from_env() -> Self {
         let cache = std::env::var_os("LOSSPROOF_CACHE").map_or_else(
-            || PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/lossproof"),
+            || {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                    .join(".cache/lossproof")
+            },
             PathBuf::from,
         );
         Self { cache }
@@ -31,12 +37,26 @@ impl Tools {
 
     #[must_use]
     pub fn nisshi(&self) -> PathBuf {
-        self.cache.join(format!("tools/nisshi-{NISSHI_VERSION}/bin/nisshi"))
+        self.cache
+            .join(format!("tools/nisshi-{NISSHI_VERSION}/bin/nisshi"))
     }
 
     #[must_use]
     pub fn connect_classpath(&self) -> PathBuf {
         self.cache.join("jars").join(CONNECT_CLASSPATH)
+    }
+
+    /// The pyiceberg virtualenv (`bin/python` runs scripts that `import pyiceberg`).
+    #[must_use]
+    pub fn pyiceberg_venv(&self) -> PathBuf {
+        self.cache
+            .join(format!("venv-pyiceberg-{PYICEBERG_VERSION}"))
+    }
+
+    /// The Python interpreter of the pyiceberg virtualenv.
+    #[must_use]
+    pub fn pyiceberg_python(&self) -> PathBuf {
+        self.pyiceberg_venv().join("bin/python")
     }
 
     #[must_use]
@@ -50,12 +70,17 @@ impl Tools {
         self.nisshi().is_file()
             && self.connect_classpath().join(".complete").is_file()
             && Self::postgres("initdb").is_file()
+            // Written by the bootstrap once pyiceberg imports.
+            && self.pyiceberg_venv().join(".complete").is_file()
             && which("java")
     }
 
     /// Run the bootstrap (installs what is missing; prints its progress).
     pub fn bootstrap(&self) -> Result<()> {
-        eprintln!("lossproof: installing the stack's components into {} (once)", self.cache.display());
+        eprintln!(
+            "lossproof: installing the stack's components into {} (once)",
+            self.cache.display()
+        );
         let status = Command::new("timeout")
             .args(["3600", "bash", "-c", BOOTSTRAP, "bootstrap"])
             .env("LOSSPROOF_CACHE", &self.cache)
@@ -64,11 +89,14 @@ impl Tools {
         if status.success() && self.complete() {
             Ok(())
         } else {
-            Err(Error::Setup(format!("the bootstrap failed ({status}); run `bash runtime/bootstrap.sh` to see why")))
+            Err(Error::Setup(format!(
+                "the bootstrap failed ({status}); run `bash runtime/bootstrap.sh` to see why"
+            )))
         }
     }
 }
 
 fn which(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

@@ -11,7 +11,8 @@ mod faults;
 mod settings;
 mod shorthands;
 mod targets;
-mod workloads;
+pub mod workload;
+pub mod workloads;
 
 use lossproof_lang::vocabulary::{
     ConsumerSig, FaultSig, SettingSig, ShorthandSig, TargetSig, Vocabulary, WorkloadSig,

@@ -1,0 +1,232 @@
+//! The local lake: an Iceberg SQL catalog in a sqlite file and a filesystem
+//! warehouse, both under the state directory.
+//!
+//! ```text
+//! <state>/lake/catalog.db    the catalog (JDBC-catalog layout: `iceberg_tables`,
+//!                            `iceberg_namespace_properties`), catalog name `lossproof`
+//! <state>/lake/warehouse/    data and metadata files (`file://` locations)
+//! ```
+//!
+//! It is files only, not a process: `lossproof up` creates it after the other
+//! components (idempotently), `lossproof down --purge` removes it with the
+//! rest of the state directory. It does not appear in `lossproof status`.
+//!
+//! iceberg-rust (this module) and pyiceberg open the SAME catalog: pyiceberg
+//! with `SqlCatalog("lossproof", uri=lake.pyiceberg_uri(),
+//! warehouse=lake.warehouse_uri())`. Both sides write the catalog name into
+//! the `catalog_name` column and only see rows carrying theirs, so the name
+//! must be [`CATALOG_NAME`] on both (checked by `tests/lake.rs`).
+//!
+//! Both put a new table at `{warehouse}/{namespace}/{table}` (pyiceberg 0.12
+//! too), and each reads the other's tables by following the catalog's
+//! metadata location.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arrow_array::RecordBatch;
+use futures_util::TryStreamExt as _;
+use iceberg::spec::DataFileFormat;
+use iceberg::table::Table;
+use iceberg::transaction::{ApplyTransactionAction as _, Transaction};
+use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::file_writer::ParquetWriterBuilder;
+use iceberg::writer::file_writer::location_generator::{
+    DefaultFileNameGenerator, DefaultLocationGenerator,
+};
+use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
+use iceberg::writer::{IcebergWriter as _, IcebergWriterBuilder as _};
+use iceberg::{Catalog as _, CatalogBuilder as _, NamespaceIdent, TableIdent};
+use iceberg_catalog_sql::{SqlBindStyle, SqlCatalog, SqlCatalogBuilder};
+use iceberg_storage_opendal::OpenDalStorageFactory;
+use parquet::file::properties::WriterProperties;
+
+use crate::error::{Error, IoContext as _, Result};
+
+/// The catalog name both iceberg-rust and pyiceberg use for the lake (the
+/// value of the `catalog_name` column).
+pub const CATALOG_NAME: &str = "lossproof";
+
+/// The lake's folder inside the state directory.
+const LAKE_DIR: &str = "lake";
+
+/// The local lake: its paths and an open catalog.
+#[derive(Debug)]
+pub struct Lake {
+    root: PathBuf,
+    catalog: SqlCatalog,
+}
+
+impl Lake {
+    /// The lake of the state directory at `state_root`: its folders, the
+    /// sqlite file and the catalog's tables are created if missing
+    /// (idempotent). Needs a tokio runtime.
+    pub async fn open(state_root: &Path) -> Result<Self> {
+        let root = state_root.join(LAKE_DIR);
+        let warehouse = root.join("warehouse");
+        std::fs::create_dir_all(&warehouse)
+            .context(|| format!("create {}", warehouse.display()))?;
+        let root =
+            std::fs::canonicalize(&root).context(|| format!("resolve {}", root.display()))?;
+        let uri = sqlx_sqlite_uri(&root.join("catalog.db"));
+        let catalog = SqlCatalogBuilder::default()
+            .uri(uri)
+            .warehouse_location(file_uri(&root.join("warehouse")))
+            .sql_bind_style(SqlBindStyle::QMark)
+            .with_storage_factory(Arc::new(OpenDalStorageFactory::Fs))
+            .load(CATALOG_NAME, HashMap::new())
+            .await
+            .map_err(|e| {
+                Error::Setup(format!(
+                    "cannot open the lake catalog {}: {e}",
+                    root.join("catalog.db").display()
+                ))
+            })?;
+        Ok(Self { root, catalog })
+    }
+
+    /// The iceberg catalog (namespaces, tables, commits).
+    #[must_use]
+    pub fn catalog(&self) -> &SqlCatalog {
+        &self.catalog
+    }
+
+    /// `<state>/lake`.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The sqlite file holding the catalog.
+    #[must_use]
+    pub fn catalog_db(&self) -> PathBuf {
+        self.root.join("catalog.db")
+    }
+
+    /// The warehouse folder.
+    #[must_use]
+    pub fn warehouse(&self) -> PathBuf {
+        self.root.join("warehouse")
+    }
+
+    /// The warehouse as the `file://` URI both sides use.
+    #[must_use]
+    pub fn warehouse_uri(&self) -> String {
+        file_uri(&self.warehouse())
+    }
+
+    /// The catalog as a `SQLAlchemy` URL, for pyiceberg's `SqlCatalog(uri=…)`
+    /// (`sqlite:////abs/path`: three slashes, then the absolute path).
+    #[must_use]
+    pub fn pyiceberg_uri(&self) -> String {
+        format!("sqlite:///{}", self.catalog_db().display())
+    }
+
+    /// Create `namespace` unless it exists.
+    pub async fn ensure_namespace(&self, namespace: &str) -> iceberg::Result<NamespaceIdent> {
+        let ident = NamespaceIdent::new(namespace.to_owned());
+        if !self.catalog.namespace_exists(&ident).await? {
+            self.catalog
+                .create_namespace(&ident, HashMap::new())
+                .await?;
+        }
+        Ok(ident)
+    }
+
+    /// Write `batches` (in the table's current Arrow schema, see
+    /// [`iceberg::arrow::schema_to_arrow_schema`]) as new Parquet data files
+    /// and commit them with one `fast_append` whose snapshot summary carries
+    /// `snapshot_properties`. Returns the table after the commit.
+    pub async fn append(
+        &self,
+        table: &Table,
+        batches: Vec<RecordBatch>,
+        snapshot_properties: HashMap<String, String>,
+    ) -> iceberg::Result<Table> {
+        let parquet = ParquetWriterBuilder::new(
+            WriterProperties::default(),
+            table.metadata().current_schema().clone(),
+        );
+        let rolling = RollingFileWriterBuilder::new_with_default_file_size(
+            parquet,
+            table.file_io().clone(),
+            DefaultLocationGenerator::new(table.metadata())?,
+            DefaultFileNameGenerator::new(unique_prefix(), None, DataFileFormat::Parquet),
+        );
+        let mut writer = DataFileWriterBuilder::new(rolling).build(None).await?;
+        for batch in batches {
+            writer.write(batch).await?;
+        }
+        let data_files = writer.close().await?;
+        let tx = Transaction::new(table);
+        let tx = tx
+            .fast_append()
+            .add_data_files(data_files)
+            .set_snapshot_properties(snapshot_properties)
+            .apply(tx)?;
+        tx.commit(&self.catalog).await
+    }
+
+    /// Every row of the table's current snapshot, as Arrow (deletes applied).
+    pub async fn scan(&self, ident: &TableIdent) -> iceberg::Result<Vec<RecordBatch>> {
+        let table = self.catalog.load_table(ident).await?;
+        table
+            .scan()
+            .select_all()
+            .build()?
+            .to_arrow()
+            .await?
+            .try_collect()
+            .await
+    }
+}
+
+/// `file:///abs/path`.
+fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// sqlx's sqlite URL: `sqlite://` + the absolute path (percent-encoded where
+/// sqlx would read a query or a fragment), created if missing.
+fn sqlx_sqlite_uri(path: &Path) -> String {
+    let mut encoded = String::new();
+    for c in path.display().to_string().chars() {
+        match c {
+            '%' => encoded.push_str("%25"),
+            '?' => encoded.push_str("%3F"),
+            '#' => encoded.push_str("%23"),
+            c => encoded.push(c),
+        }
+    }
+    format!("sqlite://{encoded}?mode=rwc")
+}
+
+/// A data-file name prefix no other append (of this or another process) uses.
+fn unique_prefix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "lossproof-{nanos:x}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris() {
+        assert_eq!(
+            sqlx_sqlite_uri(Path::new("/tmp/a b?c#d%e/catalog.db")),
+            "sqlite:///tmp/a b%3Fc%23d%25e/catalog.db?mode=rwc"
+        );
+        assert_eq!(file_uri(Path::new("/tmp/w")), "file:///tmp/w");
+    }
+}

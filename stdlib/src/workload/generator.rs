@@ -1,0 +1,270 @@
+//! The seeded generator: an endless, deterministic stream of intended
+//! operations per connection.
+//!
+//! Each connection draws from its own ChaCha stream (the run's seed, stream
+//! = connection index) and owns its own keys (ids congruent to the
+//! connection index modulo the number of connections), so its sequence never
+//! depends on how the connections interleave: the same seed always means the
+//! same operations, whatever the timing.
+
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+use super::op::{Cents, NewItem, NewOrder, Op};
+
+const STATUSES: [&str; 4] = ["new", "paid", "shipped", "cancelled"];
+const NAMES: [&str; 12] = [
+    "Ada", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Leslie", "Margaret", "Niklaus",
+    "Radia", "Tony", "Ken",
+];
+
+/// One connection's generator and the model of what it has written.
+pub struct Generator {
+    rng: ChaCha8Rng,
+    connection: u64,
+    connections: u64,
+    /// Cumulative percent thresholds for insert, update, delete, cascade.
+    thresholds: [f64; 4],
+    next_key: i64,
+    /// Live customers, each with their live orders.
+    customers: Vec<(i64, Vec<i64>)>,
+    clock_ms: i64,
+}
+
+impl Generator {
+    /// `mix` in percent for insert, update, delete, cascade (adds up to 100).
+    ///
+    /// # Panics
+    /// If there are more than `i64::MAX` connections.
+    #[must_use]
+    pub fn new(seed: u64, connection: u64, connections: u64, mix: [f64; 4]) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(connection);
+        let mut total = 0.0;
+        let thresholds = mix.map(|p| {
+            total += p;
+            total
+        });
+        Self {
+            rng,
+            connection,
+            connections,
+            thresholds,
+            next_key: 0,
+            customers: Vec::new(),
+            clock_ms: 0,
+        }
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.rng.next_u64()) * u128::from(n.max(1))) >> 64) as u64
+    }
+
+    fn key(&mut self) -> i64 {
+        self.next_key += 1;
+        // Disjoint key spaces: connection c owns ids c+1, c+1+C, c+1+2C, ...
+        (self.next_key - 1) * i64::try_from(self.connections).expect("few connections")
+            + i64::try_from(self.connection).expect("few connections")
+            + 1
+    }
+
+    fn tick(&mut self) -> i64 {
+        self.clock_ms += 1 + i64::try_from(self.below(1000)).expect("small");
+        self.clock_ms
+    }
+
+    fn order(&mut self) -> NewOrder {
+        let order_id = self.key();
+        let lines = 1 + self.below(4);
+        let items: Vec<NewItem> = (1..=lines)
+            .map(|line| NewItem {
+                line_no: i32::try_from(line).expect("few lines"),
+                sku: format!("SKU-{:05}", self.below(100_000)),
+                quantity: 1 + i32::try_from(self.below(9)).expect("small"),
+                unit_price: 50 + Cents::try_from(self.below(50_000)).expect("small"),
+            })
+            .collect();
+        NewOrder {
+            order_id,
+            status: STATUSES[usize::try_from(self.below(2)).expect("small")],
+            amount: items
+                .iter()
+                .map(|i| i.unit_price * i64::from(i.quantity))
+                .sum(),
+            quantity: items.iter().map(|i| i.quantity).sum(),
+            note: self.note(),
+            items,
+        }
+    }
+
+    fn note(&mut self) -> Option<String> {
+        match self.below(4) {
+            0 => None,
+            1 => Some(String::new()),
+            _ => Some(format!("note {}", self.below(1_000_000))),
+        }
+    }
+
+    fn insert(&mut self) -> Op {
+        let at_ms = self.tick();
+        if self.customers.is_empty() || self.below(5) == 0 {
+            let customer_id = self.key();
+            let name =
+                NAMES[usize::try_from(self.below(NAMES.len() as u64)).expect("small")].to_owned();
+            let email = format!("{}.{customer_id}@example.test", name.to_lowercase());
+            let tier = 1 + i32::try_from(self.below(5)).expect("small");
+            let orders: Vec<NewOrder> = (0..self.below(3)).map(|_| self.order()).collect();
+            self.customers
+                .push((customer_id, orders.iter().map(|o| o.order_id).collect()));
+            Op::InsertCustomer {
+                customer_id,
+                name,
+                email,
+                tier,
+                at_ms,
+                orders,
+            }
+        } else {
+            let index = usize::try_from(self.below(self.customers.len() as u64)).expect("index");
+            let order = self.order();
+            self.customers[index].1.push(order.order_id);
+            Op::InsertOrder {
+                customer_id: self.customers[index].0,
+                order,
+                at_ms,
+            }
+        }
+    }
+
+    /// A live order: (customer index, order index).
+    fn pick_order(&mut self) -> Option<(usize, usize)> {
+        let with_orders: Vec<usize> = (0..self.customers.len())
+            .filter(|i| !self.customers[*i].1.is_empty())
+            .collect();
+        if with_orders.is_empty() {
+            return None;
+        }
+        let c = with_orders[usize::try_from(self.below(with_orders.len() as u64)).expect("index")];
+        let o = usize::try_from(self.below(self.customers[c].1.len() as u64)).expect("index");
+        Some((c, o))
+    }
+
+    /// A new customer (the workload's initial customers).
+    ///
+    /// # Panics
+    /// Never: indices are drawn below the lengths they index.
+    pub fn initial_customer(&mut self) -> Op {
+        let customers = std::mem::take(&mut self.customers);
+        let op = self.insert();
+        let mut new = std::mem::take(&mut self.customers);
+        self.customers = customers;
+        self.customers.append(&mut new);
+        op
+    }
+
+    /// The next intended operation. Falls back to an insert when the drawn
+    /// kind has nothing to act on (no order to update yet).
+    ///
+    /// # Panics
+    /// Never: indices are drawn below the lengths they index.
+    pub fn next_op(&mut self) -> Op {
+        let draw = self.rng.next_u64() as f64 / (u64::MAX as f64 + 1.0) * 100.0;
+        let kind = self.thresholds.iter().position(|t| draw < *t).unwrap_or(0);
+        match kind {
+            1 => match self.pick_order() {
+                Some((c, o)) => {
+                    let order_id = self.customers[c].1[o];
+                    let at_ms = self.tick();
+                    Op::UpdateOrder {
+                        order_id,
+                        status: STATUSES[usize::try_from(self.below(4)).expect("small")],
+                        amount: 100 + Cents::try_from(self.below(2_000_000)).expect("small"),
+                        quantity: 1 + i32::try_from(self.below(40)).expect("small"),
+                        note: self.note(),
+                        at_ms,
+                    }
+                }
+                None => self.insert(),
+            },
+            2 => match self.pick_order() {
+                Some((c, o)) => Op::DeleteOrder {
+                    order_id: self.customers[c].1.remove(o),
+                },
+                None => self.insert(),
+            },
+            3 if !self.customers.is_empty() => {
+                let index =
+                    usize::try_from(self.below(self.customers.len() as u64)).expect("index");
+                Op::DeleteCustomer {
+                    customer_id: self.customers.remove(index).0,
+                }
+            }
+            _ => self.insert(),
+        }
+    }
+}
+
+/// FNV-1a, 64 bit: a digest that is the same on every platform and version.
+#[must_use]
+pub fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIX: [f64; 4] = [50.0, 30.0, 15.0, 5.0];
+
+    fn digest(seed: u64, n: usize) -> u64 {
+        let mut total = FNV_OFFSET;
+        for connection in 0..4 {
+            let mut generator = Generator::new(seed, connection, 4, MIX);
+            for _ in 0..n {
+                total = fnv1a(total, generator.next_op().to_string().as_bytes());
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn same_seed_same_operations_different_seed_different() {
+        assert_eq!(digest(1, 2000), digest(1, 2000));
+        assert_ne!(digest(1, 2000), digest(2, 2000));
+    }
+
+    #[test]
+    fn connections_own_disjoint_keys() {
+        let mut seen = std::collections::HashMap::new();
+        for connection in 0..4u64 {
+            let mut generator = Generator::new(9, connection, 4, MIX);
+            for _ in 0..500 {
+                if let Op::InsertCustomer { customer_id, .. } = generator.next_op() {
+                    assert_eq!((customer_id - 1) % 4, i64::try_from(connection).unwrap());
+                    assert!(
+                        seen.insert(customer_id, connection).is_none(),
+                        "key {customer_id} reused"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_mix_is_respected() {
+        let mut generator = Generator::new(3, 0, 1, MIX);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..20_000 {
+            *counts.entry(generator.next_op().kind()).or_insert(0u32) += 1;
+        }
+        // Updates and deletes fall back to inserts only while nothing exists yet.
+        let share = |k: &str| f64::from(counts[k]) / 200.0;
+        assert!((share("update") - 30.0).abs() < 2.0, "{counts:?}");
+        assert!((share("delete") - 15.0).abs() < 2.0, "{counts:?}");
+        assert!((share("cascade") - 5.0).abs() < 1.5, "{counts:?}");
+    }
+}

@@ -1,0 +1,245 @@
+//! Running the orders workload against the source PostgreSQL: several
+//! concurrent connections, each replaying its own deterministic stream at
+//! its share of the rate, for a given time or until told to stop.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use lossproof_lang::plan::WorkloadPlan;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio_postgres::Client;
+
+use super::generator::{FNV_OFFSET, Generator, fnv1a};
+use super::op::{NewOrder, Op, money};
+
+/// The workload's epoch: operation times are offsets from it.
+const EPOCH: &str = "'2026-01-01 00:00:00+00'::timestamptz";
+
+/// What a workload run did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkloadReport {
+    /// Operations attempted (intended), by kind.
+    pub by_kind: BTreeMap<String, u64>,
+    pub ops: u64,
+    /// Operations the database refused (e.g. while it was being killed).
+    pub failed: u64,
+    /// FNV-1a over every attempted operation's canonical text, connection by
+    /// connection: equal for equal intended sequences.
+    pub digest: String,
+    /// The source's WAL position after the last write.
+    pub final_lsn: u64,
+    pub elapsed_ms: u64,
+}
+
+struct ConnectionResult {
+    by_kind: BTreeMap<String, u64>,
+    ops: u64,
+    failed: u64,
+    digest: u64,
+}
+
+fn mix(plan: &WorkloadPlan) -> [f64; 4] {
+    ["insert", "update", "delete", "cascade"].map(|k| plan.mix.get(k).copied().unwrap_or(0.0))
+}
+
+/// Run `plan` with `seed` against database `database` on `127.0.0.1:port`
+/// for `duration`, or until `stop` turns true.
+///
+/// # Panics
+/// If a connection task panics, or connecting fails for a reason other
+/// than PostgreSQL's (both are bugs).
+pub async fn run(
+    plan: &WorkloadPlan,
+    seed: u64,
+    port: u16,
+    database: &str,
+    duration: Duration,
+    stop: watch::Receiver<bool>,
+) -> Result<WorkloadReport, tokio_postgres::Error> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let connections = plan.connections.max(1);
+    let period = Duration::from_secs_f64(connections as f64 / plan.rate_per_s.max(0.001));
+    let initial = plan.customers.div_ceil(connections);
+    let mut tasks = Vec::new();
+    for connection in 0..connections {
+        let generator = Generator::new(seed, connection, connections, mix(plan));
+        let database = database.to_owned();
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            connection_loop(generator, port, database, initial, period, deadline, stop).await
+        }));
+    }
+    let mut report = WorkloadReport {
+        by_kind: BTreeMap::new(),
+        ops: 0,
+        failed: 0,
+        digest: String::new(),
+        final_lsn: 0,
+        elapsed_ms: 0,
+    };
+    let mut digest = FNV_OFFSET;
+    for task in tasks {
+        let result = task.await.expect("workload connection task")?;
+        for (kind, n) in result.by_kind {
+            *report.by_kind.entry(kind).or_default() += n;
+        }
+        report.ops += result.ops;
+        report.failed += result.failed;
+        digest = fnv1a(digest, &result.digest.to_le_bytes());
+    }
+    report.digest = format!("{digest:016x}");
+    let client = lossproof_runtime::postgres::connect(port, database)
+        .await
+        .map_err(as_pg)?;
+    let row = client
+        .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+        .await?;
+    report.final_lsn = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(report)
+}
+
+fn as_pg(error: lossproof_runtime::Error) -> tokio_postgres::Error {
+    match error {
+        lossproof_runtime::Error::Postgres(e) => e,
+        other => panic!("connecting to the source failed outside PostgreSQL: {other}"),
+    }
+}
+
+async fn connection_loop(
+    mut generator: Generator,
+    port: u16,
+    database: String,
+    initial_customers: u64,
+    period: Duration,
+    deadline: Instant,
+    stop: watch::Receiver<bool>,
+) -> Result<ConnectionResult, tokio_postgres::Error> {
+    let mut client = lossproof_runtime::postgres::connect(port, &database)
+        .await
+        .map_err(as_pg)?;
+    let mut result = ConnectionResult {
+        by_kind: BTreeMap::new(),
+        ops: 0,
+        failed: 0,
+        digest: FNV_OFFSET,
+    };
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut done = 0u64;
+    loop {
+        if Instant::now() >= deadline || *stop.borrow() {
+            break;
+        }
+        // The first operations create the initial customers, unpaced.
+        let op = if done < initial_customers {
+            generator.initial_customer()
+        } else {
+            generator.next_op()
+        };
+        if done >= initial_customers {
+            ticker.tick().await;
+        }
+        done += 1;
+        result.digest = fnv1a(result.digest, op.to_string().as_bytes());
+        result.ops += 1;
+        *result.by_kind.entry(op.kind().to_owned()).or_default() += 1;
+        if apply(&mut client, &op).await.is_err() {
+            result.failed += 1;
+            if client.is_closed() {
+                // The server went away (a fault): reconnect, bounded by the run.
+                client = reconnect(port, &database, deadline).await?;
+            }
+        }
+    }
+    Ok(result)
+}
+
+async fn reconnect(
+    port: u16,
+    database: &str,
+    deadline: Instant,
+) -> Result<Client, tokio_postgres::Error> {
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match lossproof_runtime::postgres::connect(port, database).await {
+            Ok(client) => return Ok(client),
+            Err(e) if Instant::now() >= deadline => return Err(as_pg(e)),
+            Err(_) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Execute one operation (multi-row inserts in one transaction).
+async fn apply(client: &mut Client, op: &Op) -> Result<(), tokio_postgres::Error> {
+    match op {
+        Op::InsertCustomer { customer_id, name, email, tier, at_ms, orders } => {
+            let tx = client.transaction().await?;
+            tx.execute(
+                &format!("INSERT INTO customers VALUES ($1, $2, $3, $4, {EPOCH} + $5::bigint * interval '1 millisecond')"),
+                &[customer_id, name, email, tier, at_ms],
+            )
+            .await?;
+            for order in orders {
+                insert_order(&tx, *customer_id, order, *at_ms).await?;
+            }
+            tx.commit().await
+        }
+        Op::InsertOrder { customer_id, order, at_ms } => {
+            let tx = client.transaction().await?;
+            insert_order(&tx, *customer_id, order, *at_ms).await?;
+            tx.commit().await
+        }
+        Op::UpdateOrder { order_id, status, amount, quantity, note, at_ms } => client
+            .execute(
+                &format!(
+                    "UPDATE orders SET status = $2, amount = $3::text::numeric, quantity = $4, note = $5, \
+                     updated_at = {EPOCH} + $6::bigint * interval '1 millisecond' WHERE order_id = $1"
+                ),
+                &[order_id, status, &money(*amount), quantity, note, at_ms],
+            )
+            .await
+            .map(drop),
+        Op::DeleteOrder { order_id } => {
+            client.execute("DELETE FROM orders WHERE order_id = $1", &[order_id]).await.map(drop)
+        }
+        Op::DeleteCustomer { customer_id } => {
+            client.execute("DELETE FROM customers WHERE customer_id = $1", &[customer_id]).await.map(drop)
+        }
+    }
+}
+
+async fn insert_order(
+    tx: &tokio_postgres::Transaction<'_>,
+    customer_id: i64,
+    order: &NewOrder,
+    at_ms: i64,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        &format!(
+            "INSERT INTO orders VALUES ($1, $2, $3, $4::text::numeric, $5, $6, \
+             {EPOCH} + $7::bigint * interval '1 millisecond', {EPOCH} + $7::bigint * interval '1 millisecond')"
+        ),
+        &[&order.order_id, &customer_id, &order.status, &money(order.amount), &order.quantity, &order.note, &at_ms],
+    )
+    .await?;
+    for item in &order.items {
+        tx.execute(
+            "INSERT INTO order_items VALUES ($1, $2, $3, $4, $5::text::numeric)",
+            &[
+                &order.order_id,
+                &item.line_no,
+                &item.sku,
+                &item.quantity,
+                &money(item.unit_price),
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}

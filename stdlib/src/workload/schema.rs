@@ -1,0 +1,69 @@
+//! The orders workload's tables, generated from the stdlib vocabulary (the
+//! single description of their columns), plus the foreign keys that make
+//! deletes cascade.
+
+use lossproof_lang::vocabulary::WorkloadSig;
+
+/// (table, column, referenced table(column)): every one ON DELETE CASCADE.
+const FOREIGN_KEYS: &[(&str, &str, &str)] = &[
+    ("orders", "customer_id", "customers(customer_id)"),
+    ("order_items", "order_id", "orders(order_id)"),
+];
+
+/// `DROP` + `CREATE` statements for every table of `workload`, parents
+/// first. `replica_identity_full` sends whole rows in `before` images.
+#[must_use]
+pub fn ddl(workload: &WorkloadSig, replica_identity_full: bool) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::new();
+    for table in workload.tables.iter().rev() {
+        let _ = writeln!(sql, "DROP TABLE IF EXISTS {} CASCADE;", table.name);
+    }
+    for table in workload.tables {
+        let mut lines: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| format!("  {} {}", c.name, c.sql_type))
+            .collect();
+        lines.push(format!("  PRIMARY KEY ({})", table.primary_key.join(", ")));
+        for (_, column, target) in FOREIGN_KEYS.iter().filter(|(t, _, _)| *t == table.name) {
+            lines.push(format!(
+                "  FOREIGN KEY ({column}) REFERENCES {target} ON DELETE CASCADE"
+            ));
+        }
+        let _ = writeln!(
+            sql,
+            "CREATE TABLE {} (\n{}\n);",
+            table.name,
+            lines.join(",\n")
+        );
+        if replica_identity_full {
+            let _ = writeln!(sql, "ALTER TABLE {} REPLICA IDENTITY FULL;", table.name);
+        }
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddl_follows_the_vocabulary() {
+        let sql = ddl(&crate::workloads::WORKLOADS[0], false);
+        assert!(
+            sql.contains("CREATE TABLE orders (\n  order_id bigint,"),
+            "{sql}"
+        );
+        assert!(sql.contains("amount numeric(10,2)"));
+        assert!(
+            sql.contains("FOREIGN KEY (order_id) REFERENCES orders(order_id) ON DELETE CASCADE")
+        );
+        assert!(sql.find("CREATE TABLE customers") < sql.find("CREATE TABLE orders"));
+        assert!(!sql.contains("REPLICA IDENTITY"));
+        assert!(
+            ddl(&crate::workloads::WORKLOADS[0], true)
+                .contains("ALTER TABLE orders REPLICA IDENTITY FULL;")
+        );
+    }
+}
