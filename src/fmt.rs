@@ -9,18 +9,12 @@ use crate::scenario;
 pub fn run(files: &[PathBuf], check: bool) -> Result<bool, String> {
     let mut ok = true;
     for file in files {
-        let text = std::fs::read_to_string(file).map_err(|e| {
-            format!(
-                "cannot read `{}`: {}",
-                file.display(),
-                e.to_string().to_lowercase()
-            )
-        })?;
+        let text = scenario::read(file)?;
         let parsed = Parser::parse(&text, 0);
         if parsed.has_errors() {
             // A file that does not parse cannot be formatted without losing
             // what could not be read: say why and leave it alone.
-            let analysis = scenario::analyze(file)?;
+            let analysis = scenario::analyze_text(file, &text);
             scenario::print_diagnostics(&analysis);
             println!("not formatted (syntax errors)  {}", file.display());
             ok = false;

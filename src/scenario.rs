@@ -8,16 +8,26 @@ use lossproof_lang::render::{Style, render};
 use lossproof_lang::{Analysis, Analyzer, FsLoader};
 use lossproof_stdlib::Stdlib;
 
-/// Read and analyse a scenario file.
-pub fn analyze(path: &Path) -> Result<Analysis, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+/// Read a scenario file, with an error that names it.
+pub fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read `{}`: {}",
             path.display(),
             e.to_string().to_lowercase()
         )
-    })?;
-    Ok(Analyzer::new(&Stdlib, &FsLoader).analyze(&path.display().to_string(), &text))
+    })
+}
+
+/// Analyse the text of the scenario file at `path` (its includes resolve
+/// relative to it).
+pub fn analyze_text(path: &Path, text: &str) -> Analysis {
+    Analyzer::new(&Stdlib, &FsLoader).analyze(&path.display().to_string(), text)
+}
+
+/// Read and analyse a scenario file.
+pub fn analyze(path: &Path) -> Result<Analysis, String> {
+    Ok(analyze_text(path, &read(path)?))
 }
 
 /// Print an analysis' diagnostics to stderr, in colour on a terminal.

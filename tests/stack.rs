@@ -172,9 +172,13 @@ fn local_stack_end_to_end() {
 
     // Ctrl-C in the middle of `up` stops what it started: nothing is left.
     interrupted_up_leaves_nothing(&state);
+    // SIGKILL in the middle of `up` cannot clean up; the next `up` must,
+    // and leave no orphan of the killed one running.
+    killed_up_is_repaired_by_the_next_up(&state);
 
-    // A second up works, on the same ports and data.
-    ok(&lossproof(&state, &["up"]));
+    // Another up on a healthy stack changes nothing, on the same ports and data.
+    let again = ok(&lossproof(&state, &["up"]));
+    assert!(again.contains("already running"), "{again}");
     assert!(states(&state).values().all(|s| s == "healthy"));
     assert_eq!(Stack::open(&state).unwrap().ports().unwrap(), ports);
 }
@@ -380,7 +384,9 @@ fn avro_to_json(value: &apache_avro::types::Value) -> serde_json::Value {
 
 /// Start `up`, send SIGINT while Kafka Connect is starting, and check that
 /// every process it had started is gone when it exits.
-fn interrupted_up_leaves_nothing(state: &Path) {
+/// Start `lossproof up` and return once it has started Kafka Connect (the
+/// other components are running by then).
+fn up_until_connect_starts(state: &Path) -> std::process::Child {
     use std::io::BufRead as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
         .args(["up", "--state"])
@@ -405,15 +411,17 @@ fn interrupted_up_leaves_nothing(state: &Path) {
             let starting_connect = line.contains("connect") && line.contains("starting");
             seen.push(line);
             if starting_connect {
-                break;
+                return child;
             }
         }
     }
-    assert!(
-        seen.iter()
-            .any(|l| l.contains("connect") && l.contains("starting")),
-        "{seen:?}"
-    );
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("up never started connect: {seen:?}");
+}
+
+fn interrupted_up_leaves_nothing(state: &Path) {
+    let mut child = up_until_connect_starts(state);
     let pids = stack_pids(state);
     assert!(pids.len() >= 4, "started before the interrupt: {pids:?}");
     nix::sys::signal::kill(
@@ -559,4 +567,25 @@ async fn workload_under_capture(ports: Ports) {
         "the stream drains to the workload's final LSN"
     );
     debezium::remove(&connect, &names, &source).await.unwrap();
+}
+
+fn killed_up_is_repaired_by_the_next_up(state: &Path) {
+    let mut child = up_until_connect_starts(state);
+    let before = stack_pids(state);
+    assert!(before.len() >= 4, "started before the kill: {before:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    ok(&lossproof(state, &["up"]));
+    assert!(states(state).values().all(|s| s == "healthy"));
+    // Whatever the killed `up` left running is either reused by the new
+    // stack (recorded in stack.json) or gone: no orphans.
+    let now = stack_pids(state);
+    let orphans: Vec<i32> = before
+        .into_iter()
+        .filter(|p| pid_alive(*p) && !now.contains(p))
+        .collect();
+    assert!(
+        orphans.is_empty(),
+        "left running by the killed up, unknown to the stack: {orphans:?}"
+    );
 }
