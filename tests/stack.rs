@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use lossproof_runtime::change_event::ChangeOp::{Create, Delete, Read, Update};
+use lossproof_runtime::change_event::{self, Cell, ChangeOp, ChangeRecord};
 use lossproof_runtime::debezium::{self, CaptureNames, Encoding, NotDrained};
 use lossproof_runtime::{Component, ConnectClient, Ports, Stack};
 use rdkafka::Message as _;
@@ -232,31 +234,7 @@ async fn change_events_and_drain(ports: Ports) {
         Duration::from_secs(30),
     )
     .await;
-    let ops: Vec<Option<String>> = events
-        .iter()
-        .map(|e| e.as_ref().map(|v| v.op.clone()))
-        .collect();
-    assert_eq!(
-        ops,
-        [
-            Some("r".into()),
-            Some("r".into()),
-            Some("r".into()),
-            Some("u".into()),
-            Some("d".into()),
-            None,
-            Some("c".into())
-        ],
-        "snapshot reads, the update, the delete, its tombstone, the insert"
-    );
-    for event in events.iter().flatten() {
-        assert!(event.lsn > 0, "every event carries source.lsn: {event:?}");
-    }
-    let update = events[3].as_ref().unwrap();
-    assert!(
-        update.after.contains("9.99"),
-        "the update's after image: {update:?}"
-    );
+    assert_chain_events(&events);
 
     // NOT drained, with the reason: the connector stopped before the last writes.
     connect.stop(&names.connector).await.unwrap();
@@ -284,16 +262,53 @@ async fn change_events_and_drain(ports: Ports) {
     assert!(slots.is_empty(), "removing the connector drops its slot");
 }
 
-#[derive(Debug)]
-struct Event {
-    op: String,
-    lsn: i64,
-    after: String,
+/// The `chain` table's events: three snapshot reads, the update (with its
+/// exact decimal), the delete, its tombstone, the insert; every change with
+/// `source.lsn`.
+fn assert_chain_events(events: &[ChangeRecord]) {
+    let ops: Vec<Option<ChangeOp>> = events
+        .iter()
+        .map(|e| match e {
+            ChangeRecord::Change(change) => Some(change.op),
+            ChangeRecord::Tombstone { .. } => None,
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            Some(Read),
+            Some(Read),
+            Some(Read),
+            Some(Update),
+            Some(Delete),
+            None,
+            Some(Create)
+        ],
+        "snapshot reads, the update, the delete, its tombstone, the insert"
+    );
+    for event in events {
+        if let ChangeRecord::Change(change) = event {
+            assert!(change.lsn > 0, "every event carries source.lsn: {change:?}");
+            assert_eq!(change.table, "chain");
+        }
+    }
+    let ChangeRecord::Change(update) = &events[3] else {
+        unreachable!()
+    };
+    let after = update.after.as_ref().expect("an update has an after image");
+    assert_eq!(after["amount"], Cell::Decimal("9.99".into()), "{update:?}");
+    assert_eq!(update.key["id"], Cell::Int(1));
+    assert_eq!(
+        events[5],
+        ChangeRecord::Tombstone {
+            key: [("id".to_owned(), Cell::Int(2))].into()
+        }
+    );
 }
 
-/// Read `count` records from the start of `topic` (bounded), decoding Avro
-/// values with the writer schema fetched from the registry; None = tombstone.
-async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Vec<Option<Event>> {
+/// Read `count` records from the start of `topic` (bounded) and decode them
+/// with the runtime's decoder, fetching writer schemas from the registry.
+async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Vec<ChangeRecord> {
     let consumer: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", format!("127.0.0.1:{}", ports.broker))
         .set("group.id", format!("lossproof-test-{}", std::process::id()))
@@ -304,166 +319,38 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
     consumer.subscribe(&[topic]).unwrap();
     let http = reqwest::Client::new();
     let mut schemas: BTreeMap<u32, apache_avro::Schema> = BTreeMap::new();
-    let mut events = Vec::new();
+    let mut records = Vec::new();
     let deadline = Instant::now() + limit;
-    while events.len() < count && Instant::now() < deadline {
+    while records.len() < count && Instant::now() < deadline {
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
             continue;
         };
         let message = message.expect("kafka message");
-        let Some(payload) = message.payload() else {
-            events.push(None);
-            continue;
-        };
-        assert_eq!(payload[0], 0, "Confluent wire format: magic byte 0");
-        let id = u32::from_be_bytes(payload[1..5].try_into().unwrap());
-        if let std::collections::btree_map::Entry::Vacant(e) = schemas.entry(id) {
-            let body: serde_json::Value = http
-                .get(format!(
-                    "http://127.0.0.1:{}/schemas/ids/{id}",
-                    ports.registry
-                ))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            e.insert(apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap());
-        }
-        let value = apache_avro::reader::datum::GenericDatumReader::builder(&schemas[&id])
-            .build()
-            .and_then(|reader| reader.read_value(&mut &payload[5..]))
-            .expect("avro value");
-        let json = avro_to_json(&value);
-        events.push(Some(Event {
-            op: json["op"].as_str().unwrap_or_default().to_owned(),
-            lsn: json["source"]["lsn"]
-                .as_i64()
-                .or_else(|| json["source"]["lsn"]["long"].as_i64())
-                .unwrap_or(0),
-            after: json["after"].to_string(),
-        }));
-    }
-    events
-}
-
-/// A readable JSON view of an Avro value (decimals as their digits).
-fn avro_to_json(value: &apache_avro::types::Value) -> serde_json::Value {
-    use apache_avro::types::Value as A;
-    use serde_json::Value as J;
-    match value {
-        A::Null => J::Null,
-        A::Boolean(b) => J::Bool(*b),
-        A::Int(i) => J::from(*i),
-        A::Long(l) => J::from(*l),
-        A::Float(f) => J::from(f64::from(*f)),
-        A::Double(d) => J::from(*d),
-        A::String(s) | A::Enum(_, s) => J::String(s.clone()),
-        A::Union(_, inner) => avro_to_json(inner),
-        A::Record(fields) => J::Object(
-            fields
-                .iter()
-                .map(|(k, v)| (k.clone(), avro_to_json(v)))
-                .collect(),
-        ),
-        A::Array(items) => J::Array(items.iter().map(avro_to_json).collect()),
-        A::Map(map) => J::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), avro_to_json(v)))
-                .collect(),
-        ),
-        // The test table's decimals are numeric(10,2): unscaled big-endian
-        // two's complement, scale 2.
-        A::Decimal(d) => J::String(scale_2(&Vec::<u8>::try_from(d).expect("decimal bytes"))),
-        A::BigDecimal(d) => J::String(d.to_string()),
-        A::Bytes(b) | A::Fixed(_, b) => J::String(scale_2(b)),
-        other => J::String(format!("{other:?}")),
-    }
-}
-
-/// Start `up`, send SIGINT while Kafka Connect is starting, and check that
-/// every process it had started is gone when it exits.
-/// Start `lossproof up` and return once it has started Kafka Connect (the
-/// other components are running by then).
-fn up_until_connect_starts(state: &Path) -> std::process::Child {
-    use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
-        .args(["up", "--state"])
-        .arg(state)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start lossproof up");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_mins(1);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let starting_connect = line.contains("connect") && line.contains("starting");
-            seen.push(line);
-            if starting_connect {
-                return child;
+        for bytes in [message.key(), message.payload()].into_iter().flatten() {
+            let (id, _) = change_event::frame(bytes).expect("Confluent wire format");
+            if let std::collections::btree_map::Entry::Vacant(slot) = schemas.entry(id) {
+                let body: serde_json::Value = http
+                    .get(format!(
+                        "http://127.0.0.1:{}/schemas/ids/{id}",
+                        ports.registry
+                    ))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                slot.insert(
+                    apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap(),
+                );
             }
         }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("up never started connect: {seen:?}");
-}
-
-fn interrupted_up_leaves_nothing(state: &Path) {
-    let mut child = up_until_connect_starts(state);
-    let pids = stack_pids(state);
-    assert!(pids.len() >= 4, "started before the interrupt: {pids:?}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let exited = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            exited.elapsed() < Duration::from_secs(40),
-            "up did not exit after SIGINT"
+        let lookup = |id: u32| schemas.get(&id).cloned();
+        records.push(
+            change_event::decode_avro(message.key(), message.payload(), &lookup).expect("decodes"),
         );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(!status.success(), "an interrupted up fails");
-    std::thread::sleep(Duration::from_millis(300));
-    let left: Vec<i32> = pids.into_iter().filter(|p| pid_alive(*p)).collect();
-    assert!(
-        left.is_empty(),
-        "still running after an interrupted up: {left:?}"
-    );
-}
-
-fn scale_2(bytes: &[u8]) -> String {
-    let mut n: i128 = if bytes.first().is_some_and(|x| x & 0x80 != 0) {
-        -1
-    } else {
-        0
-    };
-    for byte in bytes {
-        n = (n << 8) | i128::from(*byte);
     }
-    format!(
-        "{}{}.{:02}",
-        if n < 0 { "-" } else { "" },
-        (n / 100).abs(),
-        (n % 100).abs()
-    )
+    records
 }
 
 /// The seeded orders workload, from 4 connections, under Debezium capture:
@@ -587,5 +474,72 @@ fn killed_up_is_repaired_by_the_next_up(state: &Path) {
     assert!(
         orphans.is_empty(),
         "left running by the killed up, unknown to the stack: {orphans:?}"
+    );
+}
+
+/// Start `lossproof up` and return once it has started Kafka Connect (the
+/// other components are running by then).
+fn up_until_connect_starts(state: &Path) -> std::process::Child {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(["up", "--state"])
+        .arg(state)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start lossproof up");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            let starting_connect = line.contains("connect") && line.contains("starting");
+            seen.push(line);
+            if starting_connect {
+                return child;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("up never started connect: {seen:?}");
+}
+
+/// Start `up`, send SIGINT while Kafka Connect is starting, and check that
+/// every process it had started is gone when it exits.
+fn interrupted_up_leaves_nothing(state: &Path) {
+    let mut child = up_until_connect_starts(state);
+    let pids = stack_pids(state);
+    assert!(pids.len() >= 4, "started before the interrupt: {pids:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let exited = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            exited.elapsed() < Duration::from_secs(40),
+            "up did not exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!status.success(), "an interrupted up fails");
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<i32> = pids.into_iter().filter(|p| pid_alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "still running after an interrupted up: {left:?}"
     );
 }

@@ -9,6 +9,7 @@
 //!
 //! Depends on `lang/` only (later: the executor and the reconciler).
 
+pub mod change_event;
 pub mod component;
 pub mod connect;
 pub mod debezium;

@@ -1,0 +1,630 @@
+//! Decoding Debezium change records (Avro in the Confluent wire format, or
+//! schemaless JSON) into typed row changes. Undecodable input is an error
+//! value, never a panic: consumers dead-letter it (or, carelessly, log it).
+
+use std::collections::BTreeMap;
+
+use apache_avro::Schema;
+use apache_avro::types::Value as Avro;
+use serde_json::Value as Json;
+
+/// One column value, in a form that compares exactly: decimals keep their
+/// digits and scale as text, never a float.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+    /// A decimal's exact digits, e.g. `-12.30` for scale 2.
+    Decimal(String),
+    Bytes(Vec<u8>),
+}
+
+pub type Row = BTreeMap<String, Cell>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeOp {
+    /// `c`
+    Create,
+    /// `r`: a snapshot read.
+    Read,
+    /// `u`
+    Update,
+    /// `d`
+    Delete,
+}
+
+/// A decoded change event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowChange {
+    pub op: ChangeOp,
+    /// `source.table`.
+    pub table: String,
+    /// The record key (the primary key columns).
+    pub key: Row,
+    pub before: Option<Row>,
+    pub after: Option<Row>,
+    /// `source.lsn`: the position of the change in the source's log.
+    pub lsn: u64,
+    /// `source.txId`.
+    pub tx_id: Option<i64>,
+    /// The row schema as (column, type) pairs: a new column or a widened
+    /// type changes it. Empty for schemaless JSON.
+    pub columns: Vec<(String, String)>,
+}
+
+/// What a change-topic record decodes to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChangeRecord {
+    Change(RowChange),
+    /// The null-valued record Debezium sends after a delete, so log
+    /// compaction can drop the key.
+    Tombstone {
+        key: Row,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("record has neither key nor value")]
+    Empty,
+    #[error("not in the Confluent wire format (magic byte 0 + 4-byte schema id): {0}")]
+    NotFramed(String),
+    #[error("schema id {0} is unknown to the registry")]
+    UnknownSchema(u32),
+    #[error("Avro payload does not match schema {id}: {reason}")]
+    Avro { id: u32, reason: String },
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error("not a Debezium change envelope: {0}")]
+    NotAnEnvelope(String),
+}
+
+/// Split a Confluent-framed record into its schema id and Avro body.
+pub fn frame(bytes: &[u8]) -> Result<(u32, &[u8]), DecodeError> {
+    match bytes {
+        [0, a, b, c, d, body @ ..] => Ok((u32::from_be_bytes([*a, *b, *c, *d]), body)),
+        [] => Err(DecodeError::NotFramed("empty".into())),
+        [m, ..] if *m != 0 => Err(DecodeError::NotFramed(format!("magic byte {m}"))),
+        _ => Err(DecodeError::NotFramed(format!(
+            "{} bytes, need at least 5",
+            bytes.len()
+        ))),
+    }
+}
+
+/// Decode an Avro record (key and value as they come off the topic);
+/// `schema` resolves registry ids (cache them: ids never change meaning).
+pub fn decode_avro(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    schema: &dyn Fn(u32) -> Option<Schema>,
+) -> Result<ChangeRecord, DecodeError> {
+    let read = |bytes: &[u8]| -> Result<(Avro, Schema), DecodeError> {
+        let (id, mut body) = frame(bytes)?;
+        let writer = schema(id).ok_or(DecodeError::UnknownSchema(id))?;
+        let reader = apache_avro::reader::datum::GenericDatumReader::builder(&writer)
+            .build()
+            .map_err(|e| DecodeError::Avro {
+                id,
+                reason: e.to_string(),
+            })?;
+        let decoded = reader
+            .read_value(&mut body)
+            .map_err(|e| DecodeError::Avro {
+                id,
+                reason: e.to_string(),
+            })?;
+        Ok((decoded, writer))
+    };
+    let key = match key {
+        Some(bytes) => {
+            let (value, schema) = read(bytes)?;
+            let names = names_of(&schema);
+            row_from_avro(&value, &schema, &names)?.unwrap_or_default()
+        }
+        None => Row::new(),
+    };
+    let Some(value) = value else {
+        return if key.is_empty() {
+            Err(DecodeError::Empty)
+        } else {
+            Ok(ChangeRecord::Tombstone { key })
+        };
+    };
+    let (envelope, schema) = read(value)?;
+    let names = names_of(&schema);
+    let names = &names;
+    let (Avro::Record(fields), Schema::Record(record)) = (&envelope, &schema) else {
+        return Err(DecodeError::NotAnEnvelope(
+            "the value is not a record".into(),
+        ));
+    };
+    let field = |name: &str| {
+        let index = record.lookup.get(name).copied()?;
+        Some((&fields[index].1, &record.fields[index].schema))
+    };
+    let row = |name: &str| -> Result<Option<Row>, DecodeError> {
+        field(name).map_or(Ok(None), |(v, s)| row_from_avro(v, s, names))
+    };
+    let source = field("source").ok_or_else(|| DecodeError::NotAnEnvelope("no `source`".into()))?;
+    let source = cell_tree(source.0, source.1, names);
+    let op = match field("op").map(|(v, s)| cell(v, s, names)) {
+        Some(Cell::Text(op)) => op,
+        other => return Err(DecodeError::NotAnEnvelope(format!("`op` is {other:?}"))),
+    };
+    let columns = field("after")
+        .or_else(|| field("before"))
+        .map(|(_, s)| columns_of(s, names))
+        .unwrap_or_default();
+    change(&op, key, row("before")?, row("after")?, &source, columns)
+}
+
+/// Decode a schemaless JSON record (`value.converter.schemas.enable=false`).
+pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRecord, DecodeError> {
+    let parse = |bytes: &[u8]| {
+        serde_json::from_slice::<Json>(bytes).map_err(|e| DecodeError::Json(e.to_string()))
+    };
+    let key = match key {
+        Some(bytes) => json_row(&parse(bytes)?).unwrap_or_default(),
+        None => Row::new(),
+    };
+    let Some(value) = value else {
+        return if key.is_empty() {
+            Err(DecodeError::Empty)
+        } else {
+            Ok(ChangeRecord::Tombstone { key })
+        };
+    };
+    let envelope = parse(value)?;
+    let op = envelope["op"]
+        .as_str()
+        .ok_or_else(|| DecodeError::NotAnEnvelope("no `op`".into()))?;
+    change(
+        op,
+        key,
+        json_row(&envelope["before"]),
+        json_row(&envelope["after"]),
+        &envelope["source"],
+        Vec::new(),
+    )
+}
+
+fn change(
+    op: &str,
+    key: Row,
+    before: Option<Row>,
+    after: Option<Row>,
+    source: &Json,
+    columns: Vec<(String, String)>,
+) -> Result<ChangeRecord, DecodeError> {
+    let op = match op {
+        "c" => ChangeOp::Create,
+        "r" => ChangeOp::Read,
+        "u" => ChangeOp::Update,
+        "d" => ChangeOp::Delete,
+        other => return Err(DecodeError::NotAnEnvelope(format!("unknown op `{other}`"))),
+    };
+    let lsn = source["lsn"]
+        .as_u64()
+        .ok_or_else(|| DecodeError::NotAnEnvelope("no `source.lsn`".into()))?;
+    let table = source["table"].as_str().unwrap_or_default().to_owned();
+    Ok(ChangeRecord::Change(RowChange {
+        op,
+        table,
+        key,
+        before,
+        after,
+        lsn,
+        tx_id: source["txId"].as_i64(),
+        columns,
+    }))
+}
+
+fn json_row(value: &Json) -> Option<Row> {
+    let object = value.as_object()?;
+    Some(
+        object
+            .iter()
+            .map(|(k, v)| {
+                let cell = match v {
+                    Json::Null => Cell::Null,
+                    Json::Bool(b) => Cell::Bool(*b),
+                    Json::Number(n) => n
+                        .as_i64()
+                        .map_or_else(|| Cell::Float(n.as_f64().unwrap_or(f64::NAN)), Cell::Int),
+                    Json::String(s) => Cell::Text(s.clone()),
+                    other => Cell::Text(other.to_string()),
+                };
+                (k.clone(), cell)
+            })
+            .collect(),
+    )
+}
+
+/// Named types of a schema, so `"type": "Value"` references resolve.
+type Names<'s> = apache_avro::schema::NamesRef<'s>;
+
+fn names_of(schema: &Schema) -> Names<'_> {
+    apache_avro::schema::ResolvedSchema::try_from(schema)
+        .map(|r| r.get_names().clone())
+        .unwrap_or_default()
+}
+
+fn resolve<'a>(schema: &'a Schema, names: &Names<'a>) -> &'a Schema {
+    match schema {
+        Schema::Ref { name } => names.get(name).copied().unwrap_or(schema),
+        other => other,
+    }
+}
+
+/// Strip a nullable union down to the branch the value took, following
+/// named references.
+fn branch<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> (&'a Avro, &'a Schema) {
+    let schema = resolve(schema, names);
+    match (value, schema) {
+        (Avro::Union(index, inner), Schema::Union(union)) => {
+            match union.variants().get(*index as usize) {
+                Some(variant) => branch(inner, variant, names),
+                None => (inner, schema),
+            }
+        }
+        _ => (value, schema),
+    }
+}
+
+fn row_from_avro<'a>(
+    value: &'a Avro,
+    schema: &'a Schema,
+    names: &Names<'a>,
+) -> Result<Option<Row>, DecodeError> {
+    match branch(value, schema, names) {
+        (Avro::Null, _) => Ok(None),
+        (Avro::Record(fields), Schema::Record(record)) => Ok(Some(
+            fields
+                .iter()
+                .zip(&record.fields)
+                .map(|((name, v), f)| (name.clone(), cell(v, &f.schema, names)))
+                .collect(),
+        )),
+        (other, _) => Err(DecodeError::NotAnEnvelope(format!(
+            "expected a row record, found {other:?}"
+        ))),
+    }
+}
+
+fn cell<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Cell {
+    match branch(value, schema, names) {
+        (Avro::Null, _) => Cell::Null,
+        (Avro::Boolean(b), _) => Cell::Bool(*b),
+        (Avro::Int(i) | Avro::Date(i) | Avro::TimeMillis(i), _) => Cell::Int(i64::from(*i)),
+        (
+            Avro::Long(l)
+            | Avro::TimeMicros(l)
+            | Avro::TimestampMillis(l)
+            | Avro::TimestampMicros(l)
+            | Avro::LocalTimestampMillis(l)
+            | Avro::LocalTimestampMicros(l),
+            _,
+        ) => Cell::Int(*l),
+        (Avro::Float(f), _) => Cell::Float(f64::from(*f)),
+        (Avro::Double(d), _) => Cell::Float(*d),
+        (Avro::String(s) | Avro::Enum(_, s), _) => Cell::Text(s.clone()),
+        (Avro::Decimal(d), Schema::Decimal(decimal)) => Cell::Decimal(
+            Vec::<u8>::try_from(d).map_or_else(|_| "?".into(), |b| decimal_text(&b, decimal.scale)),
+        ),
+        (Avro::Bytes(b), Schema::Decimal(decimal)) => Cell::Decimal(decimal_text(b, decimal.scale)),
+        (Avro::Bytes(b) | Avro::Fixed(_, b), _) => Cell::Bytes(b.clone()),
+        (other, _) => Cell::Text(format!("{other:?}")),
+    }
+}
+
+/// A small JSON view of a nested record (for `source`).
+fn cell_tree<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Json {
+    match branch(value, schema, names) {
+        (Avro::Record(fields), Schema::Record(record)) => Json::Object(
+            fields
+                .iter()
+                .zip(&record.fields)
+                .map(|((n, v), f)| (n.clone(), cell_tree(v, &f.schema, names)))
+                .collect(),
+        ),
+        (v, s) => match cell(v, s, names) {
+            Cell::Null => Json::Null,
+            Cell::Bool(b) => Json::Bool(b),
+            Cell::Int(i) => Json::from(i),
+            Cell::Float(f) => Json::from(f),
+            Cell::Text(t) | Cell::Decimal(t) => Json::String(t),
+            Cell::Bytes(b) => Json::from(b),
+        },
+    }
+}
+
+/// (column, type) pairs of a row schema (through the nullable union).
+fn columns_of<'a>(schema: &'a Schema, names: &Names<'a>) -> Vec<(String, String)> {
+    let record = match resolve(schema, names) {
+        Schema::Union(union) => union
+            .variants()
+            .iter()
+            .find_map(|v| match resolve(v, names) {
+                Schema::Record(r) => Some(r),
+                _ => None,
+            }),
+        Schema::Record(r) => Some(r),
+        _ => None,
+    };
+    record
+        .map(|r| {
+            r.fields
+                .iter()
+                .map(|f| (f.name.clone(), type_name(&f.schema, names)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn type_name<'a>(schema: &'a Schema, names: &Names<'a>) -> String {
+    match resolve(schema, names) {
+        Schema::Union(union) => union
+            .variants()
+            .iter()
+            .filter(|v| !matches!(v, Schema::Null))
+            .map(|v| type_name(v, names))
+            .collect::<Vec<_>>()
+            .join("|"),
+        Schema::Decimal(d) => format!("decimal({},{})", d.precision, d.scale),
+        other => format!("{:?}", apache_avro::schema::SchemaKind::from(other)).to_lowercase(),
+    }
+}
+
+/// Unscaled big-endian two's complement -> exact decimal text.
+fn decimal_text(bytes: &[u8], scale: usize) -> String {
+    let mut n: i128 = if bytes.first().is_some_and(|b| b & 0x80 != 0) {
+        -1
+    } else {
+        0
+    };
+    for byte in bytes.iter().take(16) {
+        n = (n << 8) | i128::from(*byte);
+    }
+    let digits = n.unsigned_abs().to_string();
+    let sign = if n < 0 { "-" } else { "" };
+    if scale == 0 {
+        return format!("{sign}{digits}");
+    }
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    format!("{sign}{int}.{frac}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope_schema(amount_precision: u32) -> Schema {
+        let row = format!(
+            r#"{{"type":"record","name":"Value","namespace":"lp.public.t","fields":[
+              {{"name":"id","type":"int"}},
+              {{"name":"name","type":["null","string"],"default":null}},
+              {{"name":"amount","type":["null",{{"type":"bytes","logicalType":"decimal","precision":{amount_precision},"scale":2}}],"default":null}}]}}"#
+        );
+        Schema::parse_str(&format!(
+            r#"{{"type":"record","name":"Envelope","namespace":"lp.public.t","fields":[
+              {{"name":"before","type":["null",{row}],"default":null}},
+              {{"name":"after","type":["null","Value"],"default":null}},
+              {{"name":"source","type":{{"type":"record","name":"Source","fields":[
+                 {{"name":"table","type":"string"}},{{"name":"lsn","type":["null","long"]}},{{"name":"txId","type":["null","long"]}}]}}}},
+              {{"name":"op","type":"string"}}]}}"#
+        ))
+        .unwrap()
+    }
+
+    fn key_schema() -> Schema {
+        Schema::parse_str(r#"{"type":"record","name":"Key","fields":[{"name":"id","type":"int"}]}"#)
+            .unwrap()
+    }
+
+    fn framed(id: u32, schema: &Schema, value: Avro) -> Vec<u8> {
+        let mut out = vec![0];
+        out.extend(id.to_be_bytes());
+        let writer = apache_avro::writer::datum::GenericDatumWriter::builder(schema)
+            .build()
+            .unwrap();
+        out.extend(writer.write_value_to_vec(value).unwrap());
+        out
+    }
+
+    fn row(id: i32, name: Option<&str>, cents: Option<i64>) -> Avro {
+        Avro::Record(vec![
+            ("id".into(), Avro::Int(id)),
+            (
+                "name".into(),
+                Avro::Union(
+                    u32::from(name.is_some()),
+                    Box::new(name.map_or(Avro::Null, |n| Avro::String(n.into()))),
+                ),
+            ),
+            (
+                "amount".into(),
+                Avro::Union(
+                    u32::from(cents.is_some()),
+                    Box::new(cents.map_or(Avro::Null, |c| {
+                        Avro::Decimal(apache_avro::Decimal::from(c.to_be_bytes().to_vec()))
+                    })),
+                ),
+            ),
+        ])
+    }
+
+    fn update(schema: &Schema) -> Vec<u8> {
+        framed(
+            2,
+            schema,
+            Avro::Record(vec![
+                (
+                    "before".into(),
+                    Avro::Union(1, Box::new(row(1, Some("one"), Some(150)))),
+                ),
+                (
+                    "after".into(),
+                    Avro::Union(1, Box::new(row(1, None, Some(-1230)))),
+                ),
+                (
+                    "source".into(),
+                    Avro::Record(vec![
+                        ("table".into(), Avro::String("t".into())),
+                        (
+                            "lsn".into(),
+                            Avro::Union(1, Box::new(Avro::Long(26_365_024))),
+                        ),
+                        ("txId".into(), Avro::Union(1, Box::new(Avro::Long(771)))),
+                    ]),
+                ),
+                ("op".into(), Avro::String("u".into())),
+            ]),
+        )
+    }
+
+    fn schemas(id: u32) -> Option<Schema> {
+        match id {
+            1 => Some(key_schema()),
+            2 => Some(envelope_schema(10)),
+            3 => Some(envelope_schema(14)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn decodes_an_avro_update_exactly() {
+        let key = framed(
+            1,
+            &key_schema(),
+            Avro::Record(vec![("id".into(), Avro::Int(1))]),
+        );
+        let record =
+            decode_avro(Some(&key), Some(&update(&envelope_schema(10))), &schemas).unwrap();
+        let ChangeRecord::Change(change) = record else {
+            panic!("{record:?}")
+        };
+        assert_eq!(change.op, ChangeOp::Update);
+        assert_eq!(change.table, "t");
+        assert_eq!(change.lsn, 26_365_024);
+        assert_eq!(change.tx_id, Some(771));
+        assert_eq!(change.key, Row::from([("id".into(), Cell::Int(1))]));
+        let before = change.before.unwrap();
+        let after = change.after.unwrap();
+        assert_eq!(before["amount"], Cell::Decimal("1.50".into()));
+        assert_eq!(after["amount"], Cell::Decimal("-12.30".into()));
+        assert_eq!(
+            after["name"],
+            Cell::Null,
+            "NULL stays NULL, not an empty string"
+        );
+        assert_eq!(
+            change.columns[2],
+            ("amount".to_owned(), "decimal(10,2)".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_widened_column_changes_the_schema_fingerprint() {
+        let key = framed(
+            1,
+            &key_schema(),
+            Avro::Record(vec![("id".into(), Avro::Int(1))]),
+        );
+        let narrow =
+            decode_avro(Some(&key), Some(&update(&envelope_schema(10))), &schemas).unwrap();
+        let mut wide_bytes = update(&envelope_schema(14));
+        wide_bytes[4] = 3;
+        let wide = decode_avro(Some(&key), Some(&wide_bytes), &schemas).unwrap();
+        let columns = |r: &ChangeRecord| match r {
+            ChangeRecord::Change(c) => c.columns.clone(),
+            ChangeRecord::Tombstone { .. } => vec![],
+        };
+        assert_ne!(columns(&narrow), columns(&wide));
+        assert_eq!(columns(&wide)[2].1, "decimal(14,2)");
+    }
+
+    #[test]
+    fn tombstones_and_bad_input_are_values_not_panics() {
+        let key = framed(
+            1,
+            &key_schema(),
+            Avro::Record(vec![("id".into(), Avro::Int(7))]),
+        );
+        assert_eq!(
+            decode_avro(Some(&key), None, &schemas),
+            Ok(ChangeRecord::Tombstone {
+                key: Row::from([("id".into(), Cell::Int(7))])
+            })
+        );
+        assert_eq!(decode_avro(None, None, &schemas), Err(DecodeError::Empty));
+        assert!(matches!(
+            decode_avro(None, Some(b"junk"), &schemas),
+            Err(DecodeError::NotFramed(_))
+        ));
+        assert_eq!(
+            decode_avro(None, Some(&[0, 0, 0, 0, 9, 1]), &schemas),
+            Err(DecodeError::UnknownSchema(9))
+        );
+        let mut truncated = update(&envelope_schema(10));
+        truncated.truncate(12);
+        assert!(matches!(
+            decode_avro(None, Some(&truncated), &schemas),
+            Err(DecodeError::Avro { id: 2, .. })
+        ));
+        // Arbitrary bytes, framed or not: always an error value.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for len in 0..300 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state & 0xff) as u8
+                })
+                .collect();
+            let mut framed_junk = vec![0, 0, 0, 0, 2];
+            framed_junk.extend(&bytes);
+            let _ = decode_avro(None, Some(&bytes), &schemas);
+            let _ = decode_avro(Some(&framed_junk), Some(&framed_junk), &schemas);
+            let _ = decode_json(Some(&bytes), Some(&bytes));
+        }
+    }
+
+    #[test]
+    fn decodes_schemaless_json() {
+        let value = br#"{"before":null,"after":{"id":4,"name":"four","amount":"4.00"},
+            "source":{"table":"chain","lsn":26365400,"txId":780},"op":"c","ts_ms":1}"#;
+        let record = decode_json(Some(br#"{"id":4}"#), Some(value)).unwrap();
+        let ChangeRecord::Change(change) = record else {
+            panic!("{record:?}")
+        };
+        assert_eq!(
+            (change.op, change.lsn, change.table.as_str()),
+            (ChangeOp::Create, 26_365_400, "chain")
+        );
+        assert_eq!(change.after.unwrap()["amount"], Cell::Text("4.00".into()));
+        assert_eq!(
+            decode_json(Some(br#"{"id":4}"#), None),
+            Ok(ChangeRecord::Tombstone {
+                key: Row::from([("id".into(), Cell::Int(4))])
+            })
+        );
+        assert!(matches!(
+            decode_json(None, Some(b"{\"op\":\"x\",\"source\":{\"lsn\":1}}")),
+            Err(DecodeError::NotAnEnvelope(_))
+        ));
+    }
+
+    #[test]
+    fn decimal_text_is_exact() {
+        assert_eq!(decimal_text(&[0x03, 0xe7], 2), "9.99");
+        assert_eq!(decimal_text(&[0xff, 0xfb], 2), "-0.05");
+        assert_eq!(decimal_text(&[0x05], 0), "5");
+        assert_eq!(decimal_text(&[0x01], 3), "0.001");
+    }
+}
