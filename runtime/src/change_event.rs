@@ -128,11 +128,7 @@ pub fn decode_avro(
         None => Row::new(),
     };
     let Some(value) = value else {
-        return if key.is_empty() {
-            Err(DecodeError::Empty)
-        } else {
-            Ok(ChangeRecord::Tombstone { key })
-        };
+        return without_value(key);
     };
     let (envelope, schema) = read(value)?;
     let names = names_of(&schema);
@@ -172,11 +168,7 @@ pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRec
         None => Row::new(),
     };
     let Some(value) = value else {
-        return if key.is_empty() {
-            Err(DecodeError::Empty)
-        } else {
-            Ok(ChangeRecord::Tombstone { key })
-        };
+        return without_value(key);
     };
     let envelope = parse(value)?;
     let op = envelope["op"]
@@ -190,6 +182,16 @@ pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRec
         &envelope["source"],
         Vec::new(),
     )
+}
+
+/// A record with no value: Debezium's tombstone after a delete, if it has
+/// a key; otherwise nothing at all.
+fn without_value(key: Row) -> Result<ChangeRecord, DecodeError> {
+    if key.is_empty() {
+        Err(DecodeError::Empty)
+    } else {
+        Ok(ChangeRecord::Tombstone { key })
+    }
 }
 
 fn change(
@@ -487,6 +489,15 @@ mod tests {
         )
     }
 
+    /// A framed key record `{id}` under schema id 1.
+    fn key(id: i32) -> Vec<u8> {
+        framed(
+            1,
+            &key_schema(),
+            Avro::Record(vec![("id".into(), Avro::Int(id))]),
+        )
+    }
+
     fn schemas(id: u32) -> Option<Schema> {
         match id {
             1 => Some(key_schema()),
@@ -498,11 +509,7 @@ mod tests {
 
     #[test]
     fn decodes_an_avro_update_exactly() {
-        let key = framed(
-            1,
-            &key_schema(),
-            Avro::Record(vec![("id".into(), Avro::Int(1))]),
-        );
+        let key = key(1);
         let record =
             decode_avro(Some(&key), Some(&update(&envelope_schema(10))), &schemas).unwrap();
         let ChangeRecord::Change(change) = record else {
@@ -530,11 +537,7 @@ mod tests {
 
     #[test]
     fn a_widened_column_changes_the_schema_fingerprint() {
-        let key = framed(
-            1,
-            &key_schema(),
-            Avro::Record(vec![("id".into(), Avro::Int(1))]),
-        );
+        let key = key(1);
         let narrow =
             decode_avro(Some(&key), Some(&update(&envelope_schema(10))), &schemas).unwrap();
         let mut wide_bytes = update(&envelope_schema(14));
@@ -550,11 +553,7 @@ mod tests {
 
     #[test]
     fn tombstones_and_bad_input_are_values_not_panics() {
-        let key = framed(
-            1,
-            &key_schema(),
-            Avro::Record(vec![("id".into(), Avro::Int(7))]),
-        );
+        let key = key(7);
         assert_eq!(
             decode_avro(Some(&key), None, &schemas),
             Ok(ChangeRecord::Tombstone {
