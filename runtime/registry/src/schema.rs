@@ -87,34 +87,13 @@ fn write_type(value: &Value, out: &mut String) {
                 write_value(&Value::String(name.clone()), out);
                 return;
             }
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(&Value::String(key.clone()), out);
-                out.push(':');
-                let item = &map[key];
-                match key.as_str() {
-                    "type" | "items" | "values" => write_type(item, out),
-                    "fields" => write_fields(item, out),
-                    _ => write_value(item, out),
-                }
-            }
-            out.push('}');
+            write_object(map, out, |key, item, out| match key {
+                "type" | "items" | "values" => write_type(item, out),
+                "fields" => write_fields(item, out),
+                _ => write_value(item, out),
+            });
         }
-        Value::Array(branches) => {
-            out.push('[');
-            for (i, branch) in branches.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_type(branch, out);
-            }
-            out.push(']');
-        }
+        Value::Array(branches) => write_array(branches, out, write_type),
         other => write_value(other, out),
     }
 }
@@ -125,69 +104,61 @@ fn write_fields(value: &Value, out: &mut String) {
         write_value(value, out);
         return;
     };
-    out.push('[');
-    for (i, field) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        match field {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (j, key) in keys.into_iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_value(&Value::String(key.clone()), out);
-                    out.push(':');
-                    if key == "type" {
-                        write_type(&map[key], out);
-                    } else {
-                        write_value(&map[key], out);
-                    }
-                }
-                out.push('}');
+    write_array(fields, out, |field, out| match field {
+        Value::Object(map) => write_object(map, out, |key, item, out| {
+            if key == "type" {
+                write_type(item, out);
+            } else {
+                write_value(item, out);
             }
-            other => write_value(other, out),
-        }
-    }
-    out.push(']');
+        }),
+        other => write_value(other, out),
+    });
 }
 
 /// Write any JSON value (a default, a doc, a custom property) compactly with
 /// its object keys sorted, whatever order `serde_json`'s map keeps.
 fn write_value(value: &Value, out: &mut String) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(&Value::String(key.clone()), out);
-                out.push(':');
-                write_value(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(item, out);
-            }
-            out.push(']');
-        }
+        Value::Object(map) => write_object(map, out, |_, item, out| write_value(item, out)),
+        Value::Array(items) => write_array(items, out, write_value),
         scalar => {
             // Strings, numbers, booleans and null: serde_json's compact form.
             let _ = write!(out, "{scalar}");
         }
     }
+}
+
+/// `{"a":…,"b":…}` with keys sorted; `member` writes each value.
+fn write_object(
+    map: &serde_json::Map<String, Value>,
+    out: &mut String,
+    member: impl Fn(&str, &Value, &mut String),
+) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    out.push('{');
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_value(&Value::String(key.clone()), out);
+        out.push(':');
+        member(key, &map[key], out);
+    }
+    out.push('}');
+}
+
+/// `[…,…]`; `item` writes each element.
+fn write_array(items: &[Value], out: &mut String, item: impl Fn(&Value, &mut String)) {
+    out.push('[');
+    for (i, element) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item(element, out);
+    }
+    out.push(']');
 }
 
 /// Remove `logicalType` from every schema object (type positions only: a
