@@ -32,21 +32,6 @@ const UNKNOWN_MS: u64 = u64::MAX / 4;
 /// The default final drain when a scenario does not end with one.
 pub const DEFAULT_DRAIN_MS: u64 = 120_000;
 
-/// Keywords that may start a top-level item, for "did you mean".
-pub const TOP_KEYWORDS: &[&str] = &[
-    "scenario",
-    "workload",
-    "consumers",
-    "set",
-    "include",
-    "fragment",
-    "under",
-    "quiet",
-    "drain",
-    "expect",
-    "assert",
-];
-
 /// One loaded file.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -1087,24 +1072,7 @@ impl<'a> Run<'a, '_> {
                     )),
             );
         } else {
-            let help = did_you_mean(word, TOP_KEYWORDS.iter().copied()).map_or_else(
-                || {
-                    format!(
-                        "a line starts with one of {}, or is a fault inside a phase",
-                        list(TOP_KEYWORDS)
-                    )
-                },
-                |best| format!("did you mean `{best}`?"),
-            );
-            self.error(
-                Code::UnknownItem
-                    .at(
-                        first.span(),
-                        format!("`{}` does not start a scenario item", first.text()),
-                    )
-                    .label("unknown word")
-                    .help(help),
-            );
+            self.error(crate::parser::unknown_item(&first.text(), first.span()));
         }
     }
 

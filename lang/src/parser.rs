@@ -46,6 +46,21 @@ pub const KEYWORDS: &[&str] = &[
     "empty",
 ];
 
+/// Keywords that may start a top-level item, for "did you mean".
+pub const TOP_KEYWORDS: &[&str] = &[
+    "scenario",
+    "workload",
+    "consumers",
+    "set",
+    "include",
+    "fragment",
+    "under",
+    "quiet",
+    "drain",
+    "expect",
+    "assert",
+];
+
 #[derive(pest_derive::Parser)]
 #[grammar = "grammar.pest"]
 struct Grammar;
@@ -464,19 +479,14 @@ impl<'a> Parser<'a> {
     /// could have come after the word.
     fn misspelt_item(&self, offset: usize, junk: &str) -> Option<Diagnostic> {
         let word = found_token(junk, 0);
-        if crate::analyzer::TOP_KEYWORDS.contains(&word) {
+        if TOP_KEYWORDS.contains(&word) {
             return None;
         }
-        let best = did_you_mean(word, crate::analyzer::TOP_KEYWORDS.iter().copied())?;
-        Some(
-            Code::UnknownItem
-                .at(
-                    Span::new(self.source, offset, offset + word.len()),
-                    format!("`{word}` does not start a scenario item"),
-                )
-                .label("unknown word")
-                .help(format!("did you mean `{best}`?")),
-        )
+        did_you_mean(word, TOP_KEYWORDS.iter().copied())?;
+        Some(unknown_item(
+            word,
+            Span::new(self.source, offset, offset + word.len()),
+        ))
     }
 
     /// Unclosed fences, strings and blocks get their own codes. An unclosed
@@ -576,6 +586,24 @@ impl<'a> Parser<'a> {
             .label(format!("expected {expected}"))
             .help_opt(help)
     }
+}
+
+/// A top-level line that starts with `word`, which is neither an item keyword
+/// nor a fault: suggest the closest keyword, or list them.
+pub(crate) fn unknown_item(word: &str, span: Span) -> Diagnostic {
+    let help = did_you_mean(word, TOP_KEYWORDS.iter().copied()).map_or_else(
+        || {
+            format!(
+                "a line starts with one of {}, or is a fault inside a phase",
+                crate::suggest::list(TOP_KEYWORDS)
+            )
+        },
+        |best| format!("did you mean `{best}`?"),
+    );
+    Code::UnknownItem
+        .at(span, format!("`{word}` does not start a scenario item"))
+        .label("unknown word")
+        .help(help)
 }
 
 /// The token at `pos`: a word, or one character; empty at a line end.

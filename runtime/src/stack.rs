@@ -25,7 +25,7 @@ use crate::lake::Lake;
 use crate::ports::Ports;
 use crate::process::ProcessRecord;
 use crate::state_dir::{StackRecord, StateDir};
-use crate::tools::{NISSHI_VERSION, Tools};
+use crate::tools::Tools;
 use crate::{connect, postgres};
 
 /// The database workloads write to in the source cluster.
@@ -359,8 +359,8 @@ impl Stack {
         Ok(())
     }
 
-    /// Stop one component with SIGKILL or start it again: for faults, and
-    /// for tests of detection and recovery.
+    /// The recorded process of one component, if `up` started it: what
+    /// faults (and tests of detection and recovery) signal.
     pub fn process(&self, component: Component) -> Result<Option<ProcessRecord>> {
         Ok(self.state.load()?.processes.get(&component).copied())
     }
@@ -468,22 +468,6 @@ impl Stack {
         let text = std::fs::read_to_string(self.state.log_path(component)).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
-    }
-
-    /// Versions, for the record.
-    #[must_use]
-    pub fn versions() -> BTreeMap<&'static str, String> {
-        BTreeMap::from([
-            ("broker", format!("nisshi {NISSHI_VERSION}")),
-            (
-                "connect",
-                format!(
-                    "kafka connect + debezium ({})",
-                    crate::tools::CONNECT_CLASSPATH
-                ),
-            ),
-            ("postgres", crate::tools::POSTGRES_BIN.to_owned()),
-        ])
     }
 }
 

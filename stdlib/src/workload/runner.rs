@@ -93,10 +93,9 @@ pub async fn run(
     let client = lossproof_runtime::postgres::connect(port, database)
         .await
         .map_err(as_pg)?;
-    let row = client
-        .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
-        .await?;
-    report.final_lsn = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+    report.final_lsn = lossproof_runtime::debezium::current_lsn(&client)
+        .await
+        .map_err(as_pg)?;
     report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(report)
 }
