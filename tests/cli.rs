@@ -1,16 +1,10 @@
 //! The `lossproof` binary as a user runs it.
 
-use std::process::{Command, Output};
-
-use crate::support::root;
+use std::process::Output;
 
 fn lossproof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lossproof"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run lossproof")
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    crate::support::lossproof(&args)
 }
 
 fn stdout(output: &Output) -> String {

@@ -19,13 +19,9 @@ use rdkafka::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
 fn lossproof(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lossproof"))
-        .args(args)
-        .arg("--state")
-        .arg(state)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run lossproof")
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    all.extend([std::ffi::OsStr::new("--state"), state.as_os_str()]);
+    crate::support::lossproof(&all)
 }
 
 fn ok(output: &Output) -> String {

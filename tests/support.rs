@@ -33,3 +33,13 @@ pub fn lp_files(dir: &str) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// Run the `lossproof` binary from the repository root, without colour.
+pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run lossproof")
+}
