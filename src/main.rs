@@ -1,10 +1,15 @@
 //! `lossproof`: counts which faults corrupt a CDC lake, by how much, and
 //! which are harmless.
 
+mod bench_cli;
+mod bench_reconcile;
 mod check;
+mod consumer_cli;
 mod explain;
 mod fmt;
 mod lsp;
+mod reconcile_cli;
+mod run_cli;
 mod scenario;
 mod stack_cli;
 
@@ -82,6 +87,54 @@ enum Command {
         #[arg(short = 'n', long, default_value_t = 50)]
         lines: usize,
     },
+    /// Run a reference consumer of a run's change topics until SIGTERM/SIGINT.
+    Consumer {
+        #[command(subcommand)]
+        kind: ConsumerKind,
+    },
+    /// Run a scenario once per seed against the local stack, score every
+    /// seed, report the damage as a distribution. Exit 0 all PASS, 1 any
+    /// FAIL, 2 any INVALID.
+    Run {
+        file: PathBuf,
+        /// `7`, `1..50` or `1,4,9`.
+        #[arg(long, default_value = "1")]
+        seeds: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Consumers under test [default: the scenario's].
+        #[arg(long, value_delimiter = ',')]
+        consumers: Option<Vec<String>>,
+        /// Keep a failed seed's lake and write its diff.
+        #[arg(long)]
+        keep: bool,
+        /// Where to write the run record [default: <state>/runs/<run id>.json].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Score a run's lakes against the source: gate (drained and alive), then
+    /// one line per consumer and table. Exit 0 clean, 1 damaged, 2 INVALID.
+    Reconcile {
+        /// The run (its connector, topics and namespaces carry this id).
+        #[arg(long)]
+        run: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Consumers whose lakes to score.
+        #[arg(long = "consumer", default_value = "careless")]
+        consumers: Vec<String>,
+        /// Also write every diff row to this .parquet, .csv or .json file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// How long the gate waits for the stream and consumers to drain.
+        #[arg(long, default_value_t = 60)]
+        wait_s: u64,
+    },
+    /// Print performance figures measured on the running local stack.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// Run the language server over stdio (for editors).
     Lsp {
         /// Accepted and ignored: stdio is the only transport (VS Code's client passes it).
@@ -96,6 +149,63 @@ enum Command {
         /// Directory holding the registry's state (subjects, versions, ids).
         #[arg(long)]
         state: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// The careless consumer's apply rate (records/s, topic to committed
+    /// Iceberg) next to a raw rdkafka read of the same topics.
+    Careless {
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Seconds of workload that fill the topics.
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Workload operations per second.
+        #[arg(long, default_value_t = 1000)]
+        rate: u64,
+    },
+    /// The reconciler's rate (rows/s) over a source table and a lake table
+    /// with 1% differences, next to reladiff and the raw read cost.
+    Reconcile {
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Source rows (repeat for several sizes).
+        #[arg(long = "rows", default_values_t = [1_000_000])]
+        rows: Vec<u64>,
+        /// Skip the reladiff reference (PyPI, installed into ~/.cache/lossproof/venv-reladiff).
+        #[arg(long)]
+        no_reladiff: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConsumerKind {
+    /// Auto-commits offsets on a timer, applies in arrival order, writes each
+    /// batch as a delete commit then an append commit, fixed schema, logs
+    /// errors and carries on (FINDINGS.md).
+    Careless {
+        /// The run whose topics (`lp_<run>.public.<table>`) to consume.
+        #[arg(long)]
+        run: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Iceberg namespace for its tables [default: careless_lp_<run>].
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Consumer group [default: lossproof-careless-lp_<run>].
+        #[arg(long)]
+        group: Option<String>,
+        /// Records per batch at most.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// A batch closes this long after its first record.
+        #[arg(long, default_value_t = 200)]
+        linger_ms: u64,
+        /// Offsets are auto-committed this often.
+        #[arg(long, default_value_t = 1000)]
+        auto_commit_ms: u64,
     },
 }
 
@@ -121,6 +231,70 @@ fn main() -> ExitCode {
             state,
             lines,
         } => stack_cli::logs(&state, &component, lines),
+        Command::Consumer {
+            kind:
+                ConsumerKind::Careless {
+                    run,
+                    state,
+                    namespace,
+                    group,
+                    batch,
+                    linger_ms,
+                    auto_commit_ms,
+                },
+        } => consumer_cli::careless(&consumer_cli::Args {
+            state: &state,
+            run: &run,
+            namespace: namespace.as_deref(),
+            group: group.as_deref(),
+            batch_max: batch,
+            linger_ms,
+            auto_commit_ms,
+        }),
+        Command::Bench {
+            what:
+                BenchWhat::Careless {
+                    state,
+                    seconds,
+                    rate,
+                },
+        } => bench_cli::careless(&state, seconds, rate),
+        Command::Bench {
+            what:
+                BenchWhat::Reconcile {
+                    state,
+                    rows,
+                    no_reladiff,
+                },
+        } => bench_reconcile::reconcile(&state, &rows, !no_reladiff),
+        Command::Run {
+            file,
+            seeds,
+            state,
+            consumers,
+            keep,
+            out,
+        } => run_cli::run(&run_cli::Args {
+            file: &file,
+            seeds: &seeds,
+            state: &state,
+            consumers: consumers.as_deref(),
+            keep,
+            out: out.as_deref(),
+        }),
+        Command::Reconcile {
+            run,
+            state,
+            consumers,
+            out,
+            wait_s,
+        } => reconcile_cli::run(&reconcile_cli::Args {
+            state: &state,
+            run: &run,
+            consumers: &consumers,
+            out: out.as_deref(),
+            wait: std::time::Duration::from_secs(wait_s),
+        }),
         Command::Vocab => {
             let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
             println!(

@@ -92,7 +92,7 @@ fn rows_json() -> Value {
     )
 }
 
-fn tokio() -> tokio::runtime::Runtime {
+pub(crate) fn tokio() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -217,7 +217,7 @@ fn expected_rows() -> Vec<ReadRow> {
 }
 
 /// Run a pyiceberg script on the lake (bounded); its last stdout line is JSON.
-fn pyiceberg(lake: &Lake, script: &str) -> Value {
+pub(crate) fn pyiceberg(lake: &Lake, script: &str) -> Value {
     let python = Tools::from_env().pyiceberg_python();
     assert!(
         python.is_file(),
@@ -247,7 +247,7 @@ fn pyiceberg(lake: &Lake, script: &str) -> Value {
 }
 
 /// Opens the lake's catalog the way dbt and the reconciler will.
-const PY_PRELUDE: &str = r#"
+pub(crate) const PY_PRELUDE: &str = r#"
 import datetime, decimal, json, os, sqlite3
 from pyiceberg.catalog.sql import SqlCatalog
 catalog = SqlCatalog(os.environ["LAKE_CATALOG"], uri=os.environ["LAKE_URI"], warehouse=os.environ["LAKE_WAREHOUSE"])

@@ -1,8 +1,10 @@
 //! Every integration test, compiled into one binary (one link step).
 
+mod careless;
 mod cli;
 mod docs;
 mod lake;
+mod lake_layer;
 mod language;
 mod lsp;
 mod properties;

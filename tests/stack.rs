@@ -18,13 +18,13 @@ use lossproof_runtime::{Component, ConnectClient, Ports, Stack};
 use rdkafka::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-fn lossproof(state: &Path, args: &[&str]) -> Output {
+pub fn lossproof(state: &Path, args: &[&str]) -> Output {
     let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
     all.extend([std::ffi::OsStr::new("--state"), state.as_os_str()]);
     crate::support::lossproof(&all)
 }
 
-fn ok(output: &Output) -> String {
+pub fn ok(output: &Output) -> String {
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -35,7 +35,7 @@ fn ok(output: &Output) -> String {
 }
 
 /// Stops the stack and removes its state however the test ends.
-struct StackGuard(PathBuf);
+pub struct StackGuard(pub PathBuf);
 
 impl Drop for StackGuard {
     fn drop(&mut self) {
@@ -99,6 +99,7 @@ fn stack_pids(state: &Path) -> Vec<i32> {
 
 #[test]
 fn local_stack_end_to_end() {
+    let _serial = crate::support::heavy_test();
     let state = std::env::temp_dir().join(format!("lossproof-stack-{}", std::process::id()));
     let _guard = StackGuard(state.clone());
 
@@ -209,7 +210,7 @@ async fn change_events_and_drain(ports: Ports) {
         &["public.chain"],
         Encoding::Avro,
     );
-    debezium::start(&connect, &names, &config, Duration::from_mins(1))
+    debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
         .await
         .unwrap();
     source
@@ -313,8 +314,7 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
         .create()
         .expect("kafka consumer");
     consumer.subscribe(&[topic]).unwrap();
-    let http = reqwest::Client::new();
-    let mut schemas: BTreeMap<u32, apache_avro::Schema> = BTreeMap::new();
+    let mut schemas = change_event::Schemas::new(ports.registry);
     let mut records = Vec::new();
     let deadline = Instant::now() + limit;
     while records.len() < count && Instant::now() < deadline {
@@ -322,26 +322,11 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
             continue;
         };
         let message = message.expect("kafka message");
-        for bytes in [message.key(), message.payload()].into_iter().flatten() {
-            let (id, _) = change_event::frame(bytes).expect("Confluent wire format");
-            if let std::collections::btree_map::Entry::Vacant(slot) = schemas.entry(id) {
-                let body: serde_json::Value = http
-                    .get(format!(
-                        "http://127.0.0.1:{}/schemas/ids/{id}",
-                        ports.registry
-                    ))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                slot.insert(
-                    apache_avro::Schema::parse_str(body["schema"].as_str().unwrap()).unwrap(),
-                );
-            }
-        }
-        let lookup = |id: u32| schemas.get(&id).cloned();
+        schemas
+            .fetch_for(message.key(), message.payload())
+            .await
+            .unwrap();
+        let lookup = |id: u32| schemas.lookup(id);
         records.push(
             change_event::decode_avro(message.key(), message.payload(), &lookup).expect("decodes"),
         );
@@ -397,7 +382,7 @@ async fn workload_under_capture(ports: Ports) {
     let names = CaptureNames::for_run(&format!("workload{}", std::process::id()));
     let tables = ["public.customers", "public.orders", "public.order_items"];
     let config = debezium::config(&names, &ports, database, &tables, Encoding::Avro);
-    debezium::start(&connect, &names, &config, Duration::from_mins(1))
+    debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
         .await
         .unwrap();
 

@@ -43,3 +43,10 @@ pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .output()
         .expect("run lossproof")
 }
+
+/// Held by every test that starts a real stack, so two stacks (two JVMs,
+/// four PostgreSQL servers) never compete for the machine's cores at once.
+pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -82,6 +82,73 @@ pub enum DecodeError {
     NotAnEnvelope(String),
 }
 
+/// Writer schemas fetched from the schema registry by id, cached (an id
+/// never changes meaning). Fetch before decoding with [`Schemas::fetch_for`],
+/// then hand [`Schemas::lookup`] to [`decode_avro`].
+#[derive(Debug)]
+pub struct Schemas {
+    http: reqwest::Client,
+    base: String,
+    by_id: BTreeMap<u32, Schema>,
+}
+
+impl Schemas {
+    /// Schemas of the registry at `http://127.0.0.1:{port}`.
+    #[must_use]
+    pub fn new(registry_port: u16) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+            base: format!("http://127.0.0.1:{registry_port}"),
+            by_id: BTreeMap::new(),
+        }
+    }
+
+    /// Fetch the schemas `key` and `value` are framed with, unless cached.
+    /// Unframed input and unknown ids are left for [`decode_avro`] to report.
+    pub async fn fetch_for(
+        &mut self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<(), String> {
+        for bytes in [key, value].into_iter().flatten() {
+            let Ok((id, _)) = frame(bytes) else { continue };
+            if self.by_id.contains_key(&id) {
+                continue;
+            }
+            let url = format!("{}/schemas/ids/{id}", self.base);
+            let response = self
+                .http
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| format!("GET {url}: {e}"))?;
+            if response.status() == reqwest::StatusCode::NOT_FOUND {
+                continue;
+            }
+            let body: Json = response
+                .json()
+                .await
+                .map_err(|e| format!("GET {url}: {e}"))?;
+            let text = body["schema"]
+                .as_str()
+                .ok_or_else(|| format!("GET {url}: no `schema` in {body}"))?;
+            let schema =
+                Schema::parse_str(text).map_err(|e| format!("schema {id} does not parse: {e}"))?;
+            self.by_id.insert(id, schema);
+        }
+        Ok(())
+    }
+
+    /// The cached schema with registry id `id`.
+    #[must_use]
+    pub fn lookup(&self, id: u32) -> Option<Schema> {
+        self.by_id.get(&id).cloned()
+    }
+}
+
 /// Split a Confluent-framed record into its schema id and Avro body.
 pub fn frame(bytes: &[u8]) -> Result<(u32, &[u8]), DecodeError> {
     match bytes {

@@ -82,11 +82,13 @@ pub fn config(
         "slot.name": names.slot,
         "publication.name": names.publication,
         "publication.autocreate.mode": "filtered",
-        "table.include.list": tables.join(","),
+        "table.include.list": tables.iter().copied().chain([HEARTBEAT_TABLE]).collect::<Vec<_>>().join(","),
         "topic.prefix": names.topic_prefix,
-        // Heartbeats move the slot's confirmed LSN even when the captured
-        // tables are quiet: the drained check depends on it.
+        // Heartbeats (a write to the heartbeat table, captured) move the
+        // slot's confirmed LSN even when the workload's tables are quiet:
+        // the drained check depends on it.
         "heartbeat.interval.ms": "1000",
+        "heartbeat.action.query": HEARTBEAT_QUERY,
         "poll.interval.ms": "50",
         "producer.override.batch.size": "1048576",
         "producer.override.linger.ms": "50",
@@ -110,13 +112,27 @@ pub fn config(
     config
 }
 
+/// A one-row table the connector updates on every heartbeat
+/// (`heartbeat.action.query`). Without a captured change, the slot's
+/// confirmed LSN never passes WAL written by anything else (other tables,
+/// `RUNNING_XACTS` records): a quiet source would never look drained.
+pub const HEARTBEAT_TABLE: &str = "public.lossproof_heartbeat";
+
+const HEARTBEAT_DDL: &str = "CREATE TABLE IF NOT EXISTS lossproof_heartbeat (id int PRIMARY KEY, beat timestamptz NOT NULL)";
+
+const HEARTBEAT_QUERY: &str = "INSERT INTO lossproof_heartbeat (id, beat) VALUES (1, now()) \
+     ON CONFLICT (id) DO UPDATE SET beat = EXCLUDED.beat";
+
 /// Create (or update) the connector and wait until it and its task run.
+/// Creates the heartbeat table in `source` first.
 pub async fn start(
     connect: &ConnectClient,
     names: &CaptureNames,
     config: &Value,
+    source: &tokio_postgres::Client,
     limit: Duration,
 ) -> Result<()> {
+    source.batch_execute(HEARTBEAT_DDL).await?;
     connect.put_config(&names.connector, config).await?;
     connect.wait_running(&names.connector, limit).await
 }

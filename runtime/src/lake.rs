@@ -29,10 +29,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 use futures_util::TryStreamExt as _;
-use iceberg::spec::DataFileFormat;
+use iceberg::spec::{DataFile, DataFileFormat};
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction as _, Transaction};
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::base_writer::equality_delete_writer::{
+    EqualityDeleteFileWriterBuilder, EqualityDeleteWriterConfig,
+};
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
     DefaultFileNameGenerator, DefaultLocationGenerator,
@@ -46,6 +49,17 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, IoContext as _, Result};
 
+mod commit;
+mod maintenance;
+mod schema;
+mod sql;
+
+pub use commit::{Commit, CommitError, MERGE_FULL_ENTRIES, MERGE_MIN_COUNT};
+pub use maintenance::{
+    Expired, MaintenanceError, OrphanFiles, Retain, latest_properties, latest_property,
+};
+pub use schema::{SchemaChange, SchemaError, check_evolution, check_promotion};
+
 /// The catalog name both iceberg-rust and pyiceberg use for the lake (the
 /// value of the `catalog_name` column).
 pub const CATALOG_NAME: &str = "lossproof";
@@ -58,6 +72,8 @@ const LAKE_DIR: &str = "lake";
 pub struct Lake {
     root: PathBuf,
     catalog: SqlCatalog,
+    /// The same sqlite file, for the compare-and-swap of [`Lake::commit`].
+    db: sqlx::SqlitePool,
 }
 
 impl Lake {
@@ -73,7 +89,7 @@ impl Lake {
             std::fs::canonicalize(&root).context(|| format!("resolve {}", root.display()))?;
         let uri = sqlx_sqlite_uri(&root.join("catalog.db"));
         let catalog = SqlCatalogBuilder::default()
-            .uri(uri)
+            .uri(uri.clone())
             .warehouse_location(file_uri(&root.join("warehouse")))
             .sql_bind_style(SqlBindStyle::QMark)
             .with_storage_factory(Arc::new(OpenDalStorageFactory::Fs))
@@ -85,7 +101,16 @@ impl Lake {
                     root.join("catalog.db").display()
                 ))
             })?;
-        Ok(Self { root, catalog })
+        let db = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect(&uri)
+            .await
+            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", root.join("catalog.db").display())))?;
+        Ok(Self { root, catalog, db })
+    }
+
+    fn db(&self) -> &sqlx::SqlitePool {
+        &self.db
     }
 
     /// The iceberg catalog (namespaces, tables, commits).
@@ -136,31 +161,39 @@ impl Lake {
         Ok(ident)
     }
 
+    /// Drop every table of `namespace`, the namespace, and its files.
+    pub async fn drop_namespace(&self, namespace: &str) -> iceberg::Result<()> {
+        let ident = NamespaceIdent::new(namespace.to_owned());
+        if !self.catalog.namespace_exists(&ident).await? {
+            return Ok(());
+        }
+        for table in self.catalog.list_tables(&ident).await? {
+            self.catalog.drop_table(&table).await?;
+        }
+        self.catalog.drop_namespace(&ident).await?;
+        let folder = self.warehouse().join(namespace);
+        if folder.exists() {
+            std::fs::remove_dir_all(&folder).map_err(|e| {
+                iceberg::Error::new(iceberg::ErrorKind::Unexpected, format!("remove {}: {e}", folder.display()))
+            })?;
+        }
+        Ok(())
+    }
+
     /// Write `batches` (in the table's current Arrow schema, see
     /// [`iceberg::arrow::schema_to_arrow_schema`]) as new Parquet data files
     /// and commit them with one `fast_append` whose snapshot summary carries
     /// `snapshot_properties`. Returns the table after the commit.
+    ///
+    /// This is iceberg-rust's own commit (it rebases on a changed table
+    /// without telling); writers that need a base check use [`Lake::commit`].
     pub async fn append(
         &self,
         table: &Table,
         batches: Vec<RecordBatch>,
         snapshot_properties: HashMap<String, String>,
     ) -> iceberg::Result<Table> {
-        let parquet = ParquetWriterBuilder::new(
-            WriterProperties::default(),
-            table.metadata().current_schema().clone(),
-        );
-        let rolling = RollingFileWriterBuilder::new_with_default_file_size(
-            parquet,
-            table.file_io().clone(),
-            DefaultLocationGenerator::new(table.metadata())?,
-            DefaultFileNameGenerator::new(unique_prefix(), None, DataFileFormat::Parquet),
-        );
-        let mut writer = DataFileWriterBuilder::new(rolling).build(None).await?;
-        for batch in batches {
-            writer.write(batch).await?;
-        }
-        let data_files = writer.close().await?;
+        let data_files = write_data_files(table, batches).await?;
         let tx = Transaction::new(table);
         let tx = tx
             .fast_append()
@@ -182,6 +215,71 @@ impl Lake {
             .try_collect()
             .await
     }
+}
+
+/// Write `batches` (in the table's current Arrow schema) as Parquet data
+/// files of `table`; nothing is committed.
+pub async fn write_data_files(table: &Table, batches: Vec<RecordBatch>) -> iceberg::Result<Vec<DataFile>> {
+    let mut writer = DataFileWriterBuilder::new(rolling_writer(table, table.metadata().current_schema().clone())?)
+        .build(None)
+        .await?;
+    for batch in batches {
+        writer.write(batch).await?;
+    }
+    writer.close().await
+}
+
+/// Write equality-delete files of `table` keyed on the fields `key_ids`:
+/// `batches` are in the table's current Arrow schema (only the key columns
+/// are kept). Committed by a [`Commit::row_delta`], they delete every row of
+/// older snapshots whose key equals one of theirs.
+pub async fn write_equality_deletes(
+    table: &Table,
+    key_ids: Vec<i32>,
+    batches: Vec<RecordBatch>,
+) -> iceberg::Result<Vec<DataFile>> {
+    let schema = table.metadata().current_schema().clone();
+    let config = EqualityDeleteWriterConfig::new(key_ids.clone(), schema.clone())?;
+    let projected = Arc::new(
+        iceberg::spec::Schema::builder()
+            .with_fields(
+                key_ids
+                    .iter()
+                    .map(|id| {
+                        schema.field_by_id(*id).cloned().ok_or_else(|| {
+                            iceberg::Error::new(
+                                iceberg::ErrorKind::DataInvalid,
+                                format!("no field with id {id} in {}", table.identifier()),
+                            )
+                        })
+                    })
+                    .collect::<iceberg::Result<Vec<_>>>()?,
+            )
+            .build()?,
+    );
+    let mut writer = EqualityDeleteFileWriterBuilder::new(rolling_writer(table, projected)?, config)
+        .build(None)
+        .await?;
+    for batch in batches {
+        writer.write(batch).await?;
+    }
+    writer.close().await
+}
+
+/// Parquet files under the table's `data/` folder with names no other
+/// writer uses, rolled at the default size.
+fn rolling_writer(
+    table: &Table,
+    schema: iceberg::spec::SchemaRef,
+) -> iceberg::Result<
+    RollingFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
+> {
+    Ok(RollingFileWriterBuilder::new_with_default_file_size(
+        ParquetWriterBuilder::new(WriterProperties::default(), schema),
+        table.file_io().clone(),
+        DefaultLocationGenerator::new(table.metadata())?,
+        DefaultFileNameGenerator::new(unique_prefix(), None, DataFileFormat::Parquet),
+    ))
 }
 
 /// `file:///abs/path`.

@@ -19,7 +19,9 @@ pub mod lake;
 pub mod ports;
 pub mod postgres;
 pub mod process;
+pub mod reconcile;
 pub mod stack;
+pub mod supervisor;
 pub mod state_dir;
 pub mod tools;
 

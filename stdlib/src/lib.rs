@@ -6,7 +6,10 @@
 //! names and signatures live here so that `lossproof check` works before any
 //! stack exists.
 
+pub mod consumer;
 mod consumers;
+pub mod fault;
+pub mod run;
 mod faults;
 mod settings;
 mod shorthands;

@@ -1,6 +1,6 @@
 //! The orders workload's tables, generated from the stdlib vocabulary (the
 //! single description of their columns), plus the foreign keys that make
-//! deletes cascade.
+//! deletes cascade and the reconciler's history table and triggers.
 
 use lossproof_lang::vocabulary::WorkloadSig;
 
@@ -41,6 +41,10 @@ pub fn ddl(workload: &WorkloadSig, replica_identity_full: bool) -> String {
             let _ = writeln!(sql, "ALTER TABLE {} REPLICA IDENTITY FULL;", table.name);
         }
     }
+    // Every version of every row, written by the source itself: how the
+    // reconciler tells a stale lake row from a wrong one.
+    let names: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
+    sql.push_str(&lossproof_runtime::reconcile::source::history_ddl(&names));
     sql
 }
 
@@ -61,6 +65,9 @@ mod tests {
         );
         assert!(sql.find("CREATE TABLE customers") < sql.find("CREATE TABLE orders"));
         assert!(!sql.contains("REPLICA IDENTITY"));
+        assert!(
+            sql.contains("CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON order_items")
+        );
         assert!(
             ddl(&crate::workloads::WORKLOADS[0], true)
                 .contains("ALTER TABLE orders REPLICA IDENTITY FULL;")

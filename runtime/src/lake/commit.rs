@@ -1,0 +1,612 @@
+//! Snapshot commits iceberg-rust 0.10 does not have: row deltas (data files
+//! plus equality/position delete files), overwrites and replaces (remove
+//! live files, add new ones), all with a BASE CHECK and periodic manifest
+//! merging.
+//!
+//! A [`Commit`] is computed against the table a writer READ (`base`). The
+//! catalog only accepts it if it still points at `base`'s metadata file
+//! (compare-and-swap on `iceberg_tables.metadata_location`); otherwise the
+//! writer gets [`CommitError::Conflict`] naming both, and decides itself
+//! whether to reload and recompute. iceberg-rust's own `Transaction::commit`
+//! would silently rebase instead (../shared/design/ICEBERG.md).
+//!
+//! What one commit writes, in order:
+//! 1. a manifest for the added data files and one for the added delete files;
+//! 2. for each existing manifest that holds a removed file, a rewritten one
+//!    (the file marked deleted, the rest kept as existing); when there are
+//!    more than [`MERGE_MIN_COUNT`] manifests, the small ones are merged into
+//!    one (keeps commit latency flat; Iceberg Java does the same with
+//!    `commit.manifest.min-count-to-merge`);
+//! 3. the manifest list, a snapshot whose summary has the `added-*`,
+//!    `deleted-*` and `total-*` counts plus the writer's own properties;
+//! 4. the next `vN-….metadata.json`, then the compare-and-swap.
+//!
+//! Files written for a commit that then conflicts are left for
+//! [`super::Lake::delete_orphan_files`].
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr as _;
+
+use iceberg::spec::{
+    DataContentType, DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile,
+    ManifestListWriter, ManifestWriter, ManifestWriterBuilder, Operation, Snapshot,
+    SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Summary, TableMetadata,
+    TableMetadataBuilder,
+};
+use iceberg::table::Table;
+use iceberg::{Catalog as _, MetadataLocation, TableIdent};
+
+use super::{Lake, unique_prefix};
+
+/// More manifests than this in a snapshot and the small ones are merged
+/// into one (Iceberg Java's `commit.manifest.min-count-to-merge` default).
+pub const MERGE_MIN_COUNT: usize = 100;
+
+/// A manifest with at least this many entries counts as full and is no
+/// longer rewritten by merging (so a merge does not rewrite the whole table).
+pub const MERGE_FULL_ENTRIES: usize = 1_000;
+
+/// What a commit changes. Build one with [`Commit::append`],
+/// [`Commit::row_delta`], [`Commit::overwrite`] or [`Commit::replace`].
+#[derive(Debug, Clone)]
+pub struct Commit {
+    operation: Operation,
+    added: Vec<DataFile>,
+    removed: Vec<String>,
+    properties: HashMap<String, String>,
+    data_sequence_number: Option<i64>,
+}
+
+impl Commit {
+    /// Add data files.
+    #[must_use]
+    pub fn append(data_files: Vec<DataFile>) -> Self {
+        Self::new(Operation::Append, data_files, Vec::new())
+    }
+
+    /// Add data files and delete files (equality or position deletes) in one
+    /// snapshot; the deletes apply to data committed BEFORE this snapshot.
+    /// With only delete files this is a `delete` snapshot.
+    #[must_use]
+    pub fn row_delta(files: Vec<DataFile>) -> Self {
+        let only_deletes = !files.is_empty()
+            && files
+                .iter()
+                .all(|f| f.content_type() != DataContentType::Data);
+        let operation = if only_deletes {
+            Operation::Delete
+        } else {
+            Operation::Overwrite
+        };
+        Self::new(operation, files, Vec::new())
+    }
+
+    /// Remove the live files at `removed` (data or delete files) and add
+    /// `added`: a logical change of the table's rows (copy-on-write).
+    #[must_use]
+    pub fn overwrite(removed: Vec<String>, added: Vec<DataFile>) -> Self {
+        Self::new(Operation::Overwrite, added, removed)
+    }
+
+    /// Compaction: `added` hold exactly the rows of `removed`. Added files
+    /// keep `data_sequence_number` (the sequence number of the snapshot the
+    /// inputs were read from), so equality deletes committed after that
+    /// snapshot still apply to them. Refused with [`CommitError::InputGone`]
+    /// if any input is no longer live.
+    #[must_use]
+    pub fn replace(removed: Vec<String>, added: Vec<DataFile>, data_sequence_number: i64) -> Self {
+        let mut commit = Self::new(Operation::Replace, added, removed);
+        commit.data_sequence_number = Some(data_sequence_number);
+        commit
+    }
+
+    /// Summary properties for the new snapshot (e.g. a writer's offsets).
+    /// The computed `added-*`/`total-*` counts win over colliding keys.
+    #[must_use]
+    pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
+        self.properties = properties;
+        self
+    }
+
+    fn new(operation: Operation, added: Vec<DataFile>, removed: Vec<String>) -> Self {
+        Self {
+            operation,
+            added,
+            removed,
+            properties: HashMap::new(),
+            data_sequence_number: None,
+        }
+    }
+}
+
+/// Why a commit was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// The table changed since the writer read it.
+    #[error(
+        "commit conflict on {table}: computed against {base}, but the catalog now points at {head}"
+    )]
+    Conflict {
+        table: TableIdent,
+        base: String,
+        head: String,
+    },
+    /// A file the commit removes is not live in the base snapshot.
+    #[error("commit refused on {table}: {path} is not a live file of the table any more")]
+    InputGone { table: TableIdent, path: String },
+    #[error("commit on {table} failed: {source}")]
+    Iceberg {
+        table: TableIdent,
+        #[source]
+        source: iceberg::Error,
+    },
+    #[error("commit on {table} failed in the catalog database: {source}")]
+    Catalog {
+        table: TableIdent,
+        #[source]
+        source: sqlx::Error,
+    },
+}
+
+impl CommitError {
+    /// True for [`CommitError::Conflict`]: reload, recompute, retry.
+    #[must_use]
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Conflict { .. })
+    }
+}
+
+impl Lake {
+    /// Commit `commit` against `base` (the table as the writer read it).
+    /// Returns the table as the catalog has it right after the swap (at the
+    /// new snapshot, or later if another writer committed meanwhile).
+    pub async fn commit(&self, base: &Table, commit: Commit) -> Result<Table, CommitError> {
+        let metadata = self.stage(base, commit).await?;
+        self.commit_metadata(base, &metadata).await
+    }
+
+    /// The metadata `base` would have after `commit`: its manifests and
+    /// manifest list are written, nothing is committed.
+    pub(super) async fn stage(
+        &self,
+        base: &Table,
+        commit: Commit,
+    ) -> Result<TableMetadata, CommitError> {
+        let table = base.identifier();
+        self.staged_metadata(base, commit)
+            .await
+            .map_err(|e| match e {
+                Staged::Iceberg(source) => CommitError::Iceberg {
+                    table: table.clone(),
+                    source,
+                },
+                Staged::InputGone(path) => CommitError::InputGone {
+                    table: table.clone(),
+                    path,
+                },
+            })
+    }
+
+    /// Write `metadata` (derived from `base`'s) as the next metadata file
+    /// and point the catalog at it if it still points at `base`'s: the base
+    /// check every commit of the lake layer shares (snapshots, schema
+    /// changes, snapshot expiry). Returns the table as the catalog has it
+    /// after the swap.
+    pub(super) async fn commit_metadata(
+        &self,
+        base: &Table,
+        metadata: &TableMetadata,
+    ) -> Result<Table, CommitError> {
+        let table = base.identifier().clone();
+        let iceberg = |source| CommitError::Iceberg {
+            table: table.clone(),
+            source,
+        };
+        let base_location = base.metadata_location_result().map_err(iceberg)?.to_owned();
+        let location = MetadataLocation::from_str(&base_location)
+            .map_err(iceberg)?
+            .with_next_version()
+            .with_new_metadata(metadata);
+        metadata
+            .write_to(base.file_io(), &location)
+            .await
+            .map_err(iceberg)?;
+        self.swap_metadata_location(&table, &base_location, &location.to_string())
+            .await?;
+        self.catalog().load_table(&table).await.map_err(iceberg)
+    }
+
+    /// The metadata `base` would have after `commit` (nothing committed yet).
+    async fn staged_metadata(&self, base: &Table, commit: Commit) -> Result<TableMetadata, Staged> {
+        let meta = base.metadata();
+        let snapshot_id = new_snapshot_id(meta);
+        let sequence_number = meta.next_sequence_number();
+        let prefix = unique_prefix();
+        let mut manifests = Manifests {
+            base,
+            snapshot_id,
+            prefix: &prefix,
+            written: 0,
+        };
+
+        // Existing manifests, with removed files marked deleted.
+        let mut summary = SnapshotSummaryCollector::default();
+        let kept = manifests
+            .carry_existing(&commit.removed, &mut summary)
+            .await?;
+        let mut kept = manifests.merge_small(kept).await?;
+
+        // New files.
+        kept.extend(
+            manifests
+                .write_added(commit.added, commit.data_sequence_number, &mut summary)
+                .await?,
+        );
+
+        // Manifest list, snapshot, metadata.
+        let list_path = format!(
+            "{}/metadata/snap-{snapshot_id}-0-{prefix}.avro",
+            meta.location()
+        );
+        let output = base.file_io().new_output(&list_path)?;
+        let mut list = match meta.format_version() {
+            FormatVersion::V1 => ManifestListWriter::v1(
+                output.writer().await?,
+                snapshot_id,
+                meta.current_snapshot_id(),
+            ),
+            FormatVersion::V2 => ManifestListWriter::v2(
+                output.writer().await?,
+                snapshot_id,
+                meta.current_snapshot_id(),
+                sequence_number,
+            ),
+            FormatVersion::V3 => ManifestListWriter::v3(
+                output.writer().await?,
+                snapshot_id,
+                meta.current_snapshot_id(),
+                sequence_number,
+                Some(meta.next_row_id()),
+            ),
+        };
+        list.add_manifests(kept.into_iter())?;
+        let next_row_id = list.next_row_id();
+        list.close().await?;
+
+        let mut properties = commit.properties;
+        properties.extend(summary.build());
+        let summary = with_totals(
+            Summary {
+                operation: commit.operation,
+                additional_properties: properties,
+            },
+            meta.current_snapshot().map(|s| s.summary()),
+        );
+        let snapshot = Snapshot::builder()
+            .with_manifest_list(list_path)
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(meta.current_snapshot_id())
+            .with_sequence_number(sequence_number)
+            .with_summary(summary)
+            .with_schema_id(meta.current_schema_id())
+            .with_timestamp_ms(now_ms());
+        let snapshot = match next_row_id {
+            Some(next) => snapshot
+                .with_row_range(meta.next_row_id(), next - meta.next_row_id())
+                .build(),
+            None => snapshot.build(),
+        };
+        let built = TableMetadataBuilder::new_from_metadata(
+            meta.clone(),
+            base.metadata_location().map(str::to_owned),
+        )
+        .add_snapshot(snapshot)?
+        .set_ref(
+            MAIN_BRANCH,
+            SnapshotReference::new(snapshot_id, SnapshotRetention::branch(None, None, None)),
+        )?
+        .build()?;
+        Ok(built.metadata)
+    }
+
+    /// Point the catalog at `new` if it still points at `base`.
+    async fn swap_metadata_location(
+        &self,
+        table: &TableIdent,
+        base: &str,
+        new: &str,
+    ) -> Result<(), CommitError> {
+        let catalog_error = |source| CommitError::Catalog {
+            table: table.clone(),
+            source,
+        };
+        let namespace = table.namespace().join(".");
+        let swapped = sqlx::query(
+            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+             WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+               AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+        )
+        .bind(new)
+        .bind(base)
+        .bind(super::CATALOG_NAME)
+        .bind(&namespace)
+        .bind(table.name())
+        .bind(base)
+        .execute(self.db())
+        .await
+        .map_err(catalog_error)?
+        .rows_affected();
+        if swapped == 1 {
+            return Ok(());
+        }
+        let head: Option<String> = sqlx::query_scalar(
+            "SELECT metadata_location FROM iceberg_tables \
+             WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+        )
+        .bind(super::CATALOG_NAME)
+        .bind(&namespace)
+        .bind(table.name())
+        .fetch_optional(self.db())
+        .await
+        .map_err(catalog_error)?;
+        Err(CommitError::Conflict {
+            table: table.clone(),
+            base: base.to_owned(),
+            head: head.unwrap_or_else(|| "no table (dropped)".to_owned()),
+        })
+    }
+}
+
+/// Why staging failed (mapped to [`CommitError`] by the caller).
+enum Staged {
+    Iceberg(iceberg::Error),
+    InputGone(String),
+}
+
+impl From<iceberg::Error> for Staged {
+    fn from(e: iceberg::Error) -> Self {
+        Self::Iceberg(e)
+    }
+}
+
+/// Writes the manifests of one commit.
+struct Manifests<'a> {
+    base: &'a Table,
+    snapshot_id: i64,
+    prefix: &'a str,
+    written: usize,
+}
+
+impl Manifests<'_> {
+    fn writer(&mut self, content: ManifestContentType) -> iceberg::Result<ManifestWriter> {
+        let meta = self.base.metadata();
+        let path = format!(
+            "{}/metadata/{}-m{}.avro",
+            meta.location(),
+            self.prefix,
+            self.written
+        );
+        self.written += 1;
+        let builder = ManifestWriterBuilder::new(
+            self.base.file_io().new_output(path)?,
+            Some(self.snapshot_id),
+            meta.current_schema().clone(),
+            meta.default_partition_spec().as_ref().clone(),
+        );
+        Ok(match (meta.format_version(), content) {
+            (FormatVersion::V1, _) => builder.build_v1(),
+            (FormatVersion::V2, ManifestContentType::Data) => builder.build_v2_data(),
+            (FormatVersion::V2, ManifestContentType::Deletes) => builder.build_v2_deletes(),
+            (FormatVersion::V3, ManifestContentType::Data) => builder.build_v3_data(),
+            (FormatVersion::V3, ManifestContentType::Deletes) => builder.build_v3_deletes(),
+        })
+    }
+
+    /// The base snapshot's manifests, each one holding a file of `removed`
+    /// rewritten with that file marked deleted (and counted in `summary`).
+    async fn carry_existing(
+        &mut self,
+        removed: &[String],
+        summary: &mut SnapshotSummaryCollector,
+    ) -> Result<Vec<ManifestFile>, Staged> {
+        let base = self.base;
+        let meta = base.metadata();
+        let mut remove: HashSet<&str> = removed.iter().map(String::as_str).collect();
+        let mut kept: Vec<ManifestFile> = Vec::new();
+        if let Some(current) = meta.current_snapshot() {
+            let list = base.manifest_list_reader(current).load().await?;
+            for manifest_file in list.consume_entries() {
+                if remove.is_empty() {
+                    kept.push(manifest_file);
+                    continue;
+                }
+                let manifest = manifest_file.load_manifest(base.file_io()).await?;
+                let hits: Vec<_> = manifest
+                    .entries()
+                    .iter()
+                    .filter(|e| e.is_alive() && remove.contains(e.file_path()))
+                    .map(|e| e.file_path().to_owned())
+                    .collect();
+                if hits.is_empty() {
+                    kept.push(manifest_file);
+                    continue;
+                }
+                let mut writer = self.writer(manifest_file.content)?;
+                for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
+                    let (seq, file_seq) = (
+                        entry.sequence_number().unwrap_or(0),
+                        entry.file_sequence_number,
+                    );
+                    if hits.iter().any(|h| h == entry.file_path()) {
+                        summary.remove_file(
+                            entry.data_file(),
+                            meta.current_schema().clone(),
+                            meta.default_partition_spec().clone(),
+                        );
+                        writer.add_delete_file(entry.data_file().clone(), seq, file_seq)?;
+                    } else {
+                        let added_by = entry
+                            .snapshot_id()
+                            .unwrap_or(manifest_file.added_snapshot_id);
+                        writer.add_existing_file(
+                            entry.data_file().clone(),
+                            added_by,
+                            seq,
+                            file_seq,
+                        )?;
+                    }
+                }
+                kept.push(writer.write_manifest_file().await?);
+                for hit in &hits {
+                    remove.remove(hit.as_str());
+                }
+            }
+        }
+        match remove.into_iter().next() {
+            Some(gone) => Err(Staged::InputGone(gone.to_owned())),
+            None => Ok(kept),
+        }
+    }
+
+    /// One manifest for the added data files and one for the added delete
+    /// files (each counted in `summary`); added files inherit the snapshot's
+    /// sequence number unless `data_sequence_number` is given.
+    async fn write_added(
+        &mut self,
+        added: Vec<DataFile>,
+        data_sequence_number: Option<i64>,
+        summary: &mut SnapshotSummaryCollector,
+    ) -> iceberg::Result<Vec<ManifestFile>> {
+        let meta = self.base.metadata();
+        let (deletes, data): (Vec<_>, Vec<_>) = added
+            .into_iter()
+            .partition(|f| f.content_type() != DataContentType::Data);
+        let mut out = Vec::new();
+        for (content, files) in [
+            (ManifestContentType::Data, data),
+            (ManifestContentType::Deletes, deletes),
+        ] {
+            if files.is_empty() {
+                continue;
+            }
+            let mut writer = self.writer(content)?;
+            for file in files {
+                summary.add_file(
+                    &file,
+                    meta.current_schema().clone(),
+                    meta.default_partition_spec().clone(),
+                );
+                writer.add_file(file, data_sequence_number.unwrap_or(-1))?;
+            }
+            out.push(writer.write_manifest_file().await?);
+        }
+        Ok(out)
+    }
+
+    /// With more than [`MERGE_MIN_COUNT`] manifests, rewrite the small ones
+    /// of each content type into one (live entries only, sequence numbers
+    /// kept).
+    async fn merge_small(
+        &mut self,
+        manifests: Vec<ManifestFile>,
+    ) -> iceberg::Result<Vec<ManifestFile>> {
+        if manifests.len() <= MERGE_MIN_COUNT {
+            return Ok(manifests);
+        }
+        let mut out = Vec::new();
+        for content in [ManifestContentType::Data, ManifestContentType::Deletes] {
+            let (small, rest): (Vec<_>, Vec<_>) = manifests
+                .iter()
+                .filter(|m| m.content == content)
+                .cloned()
+                .partition(|m| entry_count(m) < MERGE_FULL_ENTRIES as u64);
+            out.extend(rest);
+            if small.len() < 2 {
+                out.extend(small);
+                continue;
+            }
+            let mut writer = self.writer(content)?;
+            for manifest_file in &small {
+                let manifest = manifest_file.load_manifest(self.base.file_io()).await?;
+                for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
+                    writer.add_existing_file(
+                        entry.data_file().clone(),
+                        entry
+                            .snapshot_id()
+                            .unwrap_or(manifest_file.added_snapshot_id),
+                        entry.sequence_number().unwrap_or(0),
+                        entry.file_sequence_number,
+                    )?;
+                }
+            }
+            out.push(writer.write_manifest_file().await?);
+        }
+        Ok(out)
+    }
+}
+
+/// Live entries a manifest file lists (added + existing).
+fn entry_count(m: &ManifestFile) -> u64 {
+    u64::from(m.added_files_count.unwrap_or(0)) + u64::from(m.existing_files_count.unwrap_or(0))
+}
+
+/// `summary` with the `total-*` counts carried forward from `previous`
+/// (iceberg-rust's helper for this is crate-private).
+fn with_totals(mut summary: Summary, previous: Option<&Summary>) -> Summary {
+    const TOTALS: [(&str, &str, &str); 6] = [
+        ("total-data-files", "added-data-files", "deleted-data-files"),
+        (
+            "total-delete-files",
+            "added-delete-files",
+            "removed-delete-files",
+        ),
+        ("total-records", "added-records", "deleted-records"),
+        ("total-files-size", "added-files-size", "removed-files-size"),
+        (
+            "total-position-deletes",
+            "added-position-deletes",
+            "removed-position-deletes",
+        ),
+        (
+            "total-equality-deletes",
+            "added-equality-deletes",
+            "removed-equality-deletes",
+        ),
+    ];
+    let get = |props: &HashMap<String, String>, key: &str| -> i128 {
+        props.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    for (total, added, removed) in TOTALS {
+        let before = previous.map_or(0, |p| get(&p.additional_properties, total));
+        let props = &summary.additional_properties;
+        let after = (before + get(props, added) - get(props, removed)).max(0);
+        summary
+            .additional_properties
+            .insert(total.to_owned(), after.to_string());
+    }
+    summary
+}
+
+/// A positive snapshot id no snapshot of `meta` has.
+fn new_snapshot_id(meta: &TableMetadata) -> i64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    loop {
+        // RandomState is seeded from the OS per instance: a cheap random u64.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let id = (h.finish() >> 1).cast_signed();
+        if id != 0 && meta.snapshot_by_id(id).is_none() {
+            return id;
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

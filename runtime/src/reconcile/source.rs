@@ -1,0 +1,191 @@
+//! Reading the source: each table's live schema from `PostgreSQL`'s catalog,
+//! its rows with one streaming query, and the history of every version each
+//! key had.
+//!
+//! The history is `lossproof_history (tbl, row jsonb)`, filled by an
+//! `AFTER INSERT OR UPDATE` row trigger on every captured table
+//! ([`history_ddl`], installed with the workload's tables). It is written by
+//! the source database itself, in the writing transaction, so it does not
+//! depend on Debezium or any consumer: a version the pipeline lost is still
+//! in it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use futures_util::TryStreamExt as _;
+
+use super::canonical::{self, Kind};
+use super::diff::History;
+
+/// A source table as the reconciler sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceTable {
+    pub name: String,
+    /// Primary-key columns, in key order.
+    pub key: Vec<String>,
+    /// Every column with its kind, in table order.
+    pub columns: Vec<(String, Kind)>,
+}
+
+/// The history table and its trigger on each of `tables` (dropped and
+/// created afresh: the workload's DDL resets its tables the same way).
+#[must_use]
+pub fn history_ddl(tables: &[&str]) -> String {
+    let mut sql = String::from(
+        "DROP TABLE IF EXISTS lossproof_history;\n\
+         CREATE TABLE lossproof_history (tbl text NOT NULL, row jsonb NOT NULL);\n\
+         CREATE OR REPLACE FUNCTION lossproof_record_version() RETURNS trigger LANGUAGE plpgsql AS $$\n\
+         BEGIN INSERT INTO lossproof_history (tbl, row) VALUES (TG_TABLE_NAME, to_jsonb(NEW)); RETURN NULL; END $$;\n",
+    );
+    for table in tables {
+        let _ = writeln!(
+            sql,
+            "CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON {table} \
+             FOR EACH ROW EXECUTE FUNCTION lossproof_record_version();"
+        );
+    }
+    sql
+}
+
+/// `table`'s columns and primary key, as the source has them NOW (after any
+/// `ALTER TABLE`).
+pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<SourceTable, String> {
+    let columns = client
+        .query(
+            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            &[&table],
+        )
+        .await
+        .map_err(|e| format!("describe {table}: {e}"))?
+        .iter()
+        .map(|r| {
+            let name: String = r.get(0);
+            let sql_type: String = r.get(1);
+            Kind::of_sql(&sql_type).map(|k| (name.clone(), k)).map_err(|e| format!("{table}.{name}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let key: Vec<String> = client
+        .query(
+            "SELECT a.attname::text FROM pg_index i \
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) \
+             WHERE i.indrelid = $1::text::regclass AND i.indisprimary \
+             ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            &[&table],
+        )
+        .await
+        .map_err(|e| format!("primary key of {table}: {e}"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if key.is_empty() {
+        return Err(format!(
+            "{table} has no primary key: rows cannot be matched"
+        ));
+    }
+    Ok(SourceTable {
+        name: table.to_owned(),
+        key,
+        columns,
+    })
+}
+
+/// Every row of `table`: canonical key → canonical row.
+pub async fn rows(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    read(
+        client,
+        table,
+        &format!("FROM {}", table.name),
+        |key, row| {
+            out.insert(key, row);
+        },
+    )
+    .await?;
+    Ok(out)
+}
+
+/// Every version each key of `table` ever had, from `lossproof_history`;
+/// `None` if the source has no history table.
+pub async fn history(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+) -> Result<Option<History>, String> {
+    let exists: Option<String> = client
+        .query_one("SELECT to_regclass('lossproof_history')::text", &[])
+        .await
+        .map_err(|e| format!("look for lossproof_history: {e}"))?
+        .get(0);
+    if exists.is_none() {
+        return Ok(None);
+    }
+    let from = format!(
+        "FROM (SELECT (jsonb_populate_record(NULL::{t}, row)).* FROM lossproof_history WHERE tbl = '{t}') AS h",
+        t = table.name
+    );
+    let mut history = History::new();
+    read(client, table, &from, |key, row| {
+        history.entry(key).or_default().insert(row);
+    })
+    .await?;
+    Ok(Some(history))
+}
+
+/// Stream `SELECT <key>, <columns> <from>` and hand each canonical (key, row)
+/// to `each`.
+async fn read(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+    from: &str,
+    mut each: impl FnMut(String, String),
+) -> Result<(), String> {
+    let exprs: Vec<String> = table
+        .columns
+        .iter()
+        .map(|(c, k)| k.source_expr(&quote_ident(c)))
+        .collect();
+    let sql = format!("SELECT {} {from}", exprs.join(", "));
+    let key_index: Vec<usize> = table
+        .key
+        .iter()
+        .map(|k| {
+            table
+                .columns
+                .iter()
+                .position(|(c, _)| c == k)
+                .ok_or_else(|| format!("{}: key column {k} missing", table.name))
+        })
+        .collect::<Result<_, _>>()?;
+    let stream = client
+        .query_raw(&sql, std::iter::empty::<&str>())
+        .await
+        .map_err(|e| format!("read {}: {e}", table.name))?;
+    futures_util::pin_mut!(stream);
+    while let Some(record) = stream
+        .try_next()
+        .await
+        .map_err(|e| format!("read {}: {e}", table.name))?
+    {
+        let mut values = Vec::with_capacity(table.columns.len());
+        for (i, (name, kind)) in table.columns.iter().enumerate() {
+            let text: Option<&str> = record.get(i);
+            values.push((
+                name.as_str(),
+                kind.from_source_text(text)
+                    .map_err(|e| format!("{}.{name}: {e}", table.name))?,
+            ));
+        }
+        let key: Vec<(&str, String)> = key_index.iter().map(|i| values[*i].clone()).collect();
+        each(canonical::join(&key), canonical::row(values));
+    }
+    Ok(())
+}
+
+/// `"name"` with embedded quotes doubled.
+#[must_use]
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

@@ -1,0 +1,153 @@
+//! Supervised child processes of a run (the consumers under test): each in
+//! its own process group, its output appended to a log file, killable at any
+//! instant, and stopped — group-wide — when dropped, so nothing outlives the
+//! run (normal exit, error, panic or Ctrl-C unwinding through `run`).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// One supervised program.
+#[derive(Debug)]
+pub struct Supervised {
+    pub name: String,
+    program: PathBuf,
+    args: Vec<OsString>,
+    log: PathBuf,
+    child: Option<Child>,
+    paused: bool,
+    /// Times it was started.
+    pub starts: u32,
+}
+
+impl Supervised {
+    /// A program to supervise (not started yet).
+    #[must_use]
+    pub fn new(name: &str, program: PathBuf, args: Vec<OsString>, log: PathBuf) -> Self {
+        Self {
+            name: name.to_owned(),
+            program,
+            args,
+            log,
+            child: None,
+            paused: false,
+            starts: 0,
+        }
+    }
+
+    /// Start it (no-op if it is running).
+    pub fn start(&mut self) -> std::io::Result<()> {
+        if self.running() {
+            return Ok(());
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        self.child = Some(child);
+        self.paused = false;
+        self.starts += 1;
+        Ok(())
+    }
+
+    /// Whether it is running (reaps it if it exited).
+    pub fn running(&mut self) -> bool {
+        match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(None)) => true,
+            Some(_) => {
+                self.child = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether it is frozen by [`Supervised::pause`].
+    #[must_use]
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    fn group(&self) -> Option<Pid> {
+        self.child
+            .as_ref()
+            .and_then(|c| i32::try_from(c.id()).ok())
+            .map(Pid::from_raw)
+    }
+
+    /// SIGKILL its process group and reap it. False if it was not running.
+    pub fn kill(&mut self) -> bool {
+        if !self.running() {
+            return false;
+        }
+        if let Some(group) = self.group() {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        self.paused = false;
+        true
+    }
+
+    /// SIGTERM (a graceful stop), then SIGKILL after `grace`. False if it
+    /// was not running.
+    pub fn terminate(&mut self, grace: Duration) -> bool {
+        if !self.running() {
+            return false;
+        }
+        if let Some(group) = self.group() {
+            if self.paused {
+                let _ = killpg(group, Signal::SIGCONT);
+            }
+            let _ = killpg(group, Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !self.running() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill()
+    }
+
+    /// SIGSTOP: it freezes, holding its connections. False if not running.
+    pub fn pause(&mut self) -> bool {
+        let Some(group) = self.group().filter(|_| !self.paused) else { return false };
+        let paused = killpg(group, Signal::SIGSTOP).is_ok();
+        self.paused = paused;
+        paused
+    }
+
+    /// SIGCONT after a pause. False if it was not paused.
+    pub fn resume(&mut self) -> bool {
+        let Some(group) = self.group().filter(|_| self.paused) else { return false };
+        let resumed = killpg(group, Signal::SIGCONT).is_ok();
+        self.paused = !resumed;
+        resumed
+    }
+
+    /// The end of its log.
+    #[must_use]
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,205 @@
+//! `lossproof bench careless`: how fast the careless consumer applies a real
+//! change stream (records/s from topic to committed Iceberg), next to how
+//! fast a bare rdkafka consumer reads the same topics. Figures, not a test:
+//! the machines are shared and noisy.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
+use lossproof_runtime::{ConnectClient, Lake, Stack};
+use lossproof_stdlib::consumer::{self, careless};
+use lossproof_stdlib::workload;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+
+const TABLES: [&str; 3] = ["public.customers", "public.orders", "public.order_items"];
+
+pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    let ports = stack
+        .ports()
+        .map_err(|e| format!("{e} (run `lossproof up` first)"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let database = lossproof_runtime::stack::SOURCE_DATABASE;
+        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
+            .await
+            .map_err(|e| e.to_string())?;
+        let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
+        source
+            .batch_execute(&workload::ddl(orders, false))
+            .await
+            .map_err(|e| e.to_string())?;
+        let run = format!("bench{}", std::process::id());
+        let names = CaptureNames::for_run(&run);
+        let connect = ConnectClient::new(ports.connect);
+        let config = debezium::config(&names, &ports, database, &TABLES, Encoding::Avro);
+        debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
+            .await
+            .map_err(|e| e.to_string())?;
+        let result = measure(&stack, &source, &connect, &names, seconds, rate).await;
+        debezium::remove(&connect, &names, &source)
+            .await
+            .map_err(|e| e.to_string())?;
+        result
+    })
+}
+
+async fn measure(
+    stack: &Stack,
+    source: &tokio_postgres::Client,
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    seconds: u64,
+    rate: u64,
+) -> Result<bool, String> {
+    let ports = stack.ports().map_err(|e| e.to_string())?;
+    let scenario =
+        format!("workload orders rate {rate}/s connections 4 customers 200\nunder load 1s < >");
+    let plan =
+        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+            .analyze("bench.lp", &scenario)
+            .plan
+            .ok_or("the bench scenario does not analyse")?
+            .workload;
+    eprintln!("bench: workload orders at {rate}/s for {seconds}s (seed 1) …");
+    let (_keep, stop) = tokio::sync::watch::channel(false);
+    let report = workload::run(
+        &plan,
+        1,
+        ports.source_postgres,
+        lossproof_runtime::stack::SOURCE_DATABASE,
+        Duration::from_secs(seconds),
+        stop,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    debezium::wait_drained(
+        connect,
+        names,
+        source,
+        report.final_lsn,
+        Duration::from_mins(2),
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("the stream did not drain: {e}"))?;
+    let topics: Vec<String> = TABLES
+        .iter()
+        .map(|t| names.topic("public", t.trim_start_matches("public.")))
+        .collect();
+
+    let raw = raw_read(ports.broker, &topics)?;
+    let (total, read, bytes, raw_secs) = (raw.total, raw.read, raw.bytes, raw.seconds);
+
+    // Careless: the same records, topic to committed Iceberg.
+    let lake = Lake::open(stack.state().root())
+        .await
+        .map_err(|e| e.to_string())?;
+    let namespace = format!("bench_careless_{}", names.topic_prefix);
+    let tables = consumer::ensure_tables(
+        &lake,
+        &namespace,
+        &lossproof_stdlib::workloads::WORKLOADS[0],
+    )
+    .await?;
+    let config = careless::Config {
+        broker_port: ports.broker,
+        registry_port: ports.registry,
+        topics: topics.clone(),
+        tables,
+        group: format!("lossproof-bench-careless-{}", std::process::id()),
+        auto_commit: Duration::from_secs(1),
+        batch_max: 500,
+        linger: Duration::from_millis(200),
+        stop_after: Some(total),
+    };
+    let (_keep, stop) = tokio::sync::watch::channel(false);
+    let started = Instant::now();
+    let applied = careless::run(&lake, &config, stop, &|_| {}).await?;
+    let careless_secs = started.elapsed().as_secs_f64();
+
+    println!(
+        "records on the topics: {total} ({} workload operations, {:.1} MB of values)",
+        report.ops,
+        bytes as f64 / 1e6
+    );
+    println!(
+        "{:<28} {:>10} {:>10} {:>12}",
+        "reader", "records", "seconds", "records/s"
+    );
+    println!(
+        "{:<28} {:>10} {:>10.2} {:>12.0}",
+        "raw rdkafka consume",
+        read,
+        raw_secs,
+        read as f64 / raw_secs
+    );
+    println!(
+        "{:<28} {:>10} {:>10.2} {:>12.0}",
+        "careless -> Iceberg",
+        applied.records,
+        careless_secs,
+        applied.records as f64 / careless_secs
+    );
+    println!(
+        "careless: {} batches, {} commits ({:.1} ms per commit on average), {} errors",
+        applied.batches,
+        applied.commits,
+        careless_secs * 1000.0 / applied.commits.max(1) as f64,
+        applied.errors
+    );
+    Ok(applied.errors == 0 && read == total)
+}
+
+/// What a bare consumer read.
+struct RawRead {
+    /// Records on the topics.
+    total: u64,
+    read: u64,
+    bytes: usize,
+    seconds: f64,
+}
+
+/// A bare rdkafka consumer reading every record of `topics` (bounded).
+fn raw_read(broker: u16, topics: &[String]) -> Result<RawRead, String> {
+    let raw: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .set(
+            "group.id",
+            format!("lossproof-bench-raw-{}", std::process::id()),
+        )
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .map_err(|e| e.to_string())?;
+    let mut total = 0u64;
+    for topic in topics {
+        let (low, high) = raw
+            .fetch_watermarks(topic, 0, Duration::from_secs(5))
+            .map_err(|e| format!("{topic}: {e}"))?;
+        total += (high - low).max(0).cast_unsigned();
+    }
+    let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+    raw.subscribe(&topic_refs).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut read = 0u64;
+    let mut bytes = 0usize;
+    let deadline = started + Duration::from_mins(5);
+    while read < total && Instant::now() < deadline {
+        if let Some(Ok(message)) = raw.poll(Duration::from_millis(100)) {
+            read += 1;
+            bytes += message.payload_len();
+        }
+    }
+    Ok(RawRead {
+        total,
+        read,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

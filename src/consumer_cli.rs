@@ -1,0 +1,84 @@
+//! `lossproof consumer careless …`: a reference consumer as a long-running
+//! program (the executor runs it as a child process and may SIGKILL it at any
+//! instant; SIGTERM or Ctrl-C stop it after the batch being written).
+
+use std::path::Path;
+use std::time::Duration;
+
+use lossproof_runtime::debezium::CaptureNames;
+use lossproof_runtime::{Lake, Stack};
+use lossproof_stdlib::consumer::{self, careless};
+
+/// What to consume and where to write, as given on the command line.
+pub struct Args<'a> {
+    pub state: &'a Path,
+    pub run: &'a str,
+    pub namespace: Option<&'a str>,
+    pub group: Option<&'a str>,
+    pub batch_max: usize,
+    pub linger_ms: u64,
+    pub auto_commit_ms: u64,
+}
+
+pub fn careless(args: &Args<'_>) -> Result<bool, String> {
+    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
+    let ports = stack.ports().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let names = CaptureNames::for_run(args.run);
+    let namespace = args
+        .namespace
+        .map_or_else(|| format!("careless_{}", names.topic_prefix), str::to_owned);
+    let group = args.group.map_or_else(
+        || format!("lossproof-careless-{}", names.topic_prefix),
+        str::to_owned,
+    );
+    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    runtime.block_on(async {
+        let lake = Lake::open(stack.state().root())
+            .await
+            .map_err(|e| e.to_string())?;
+        let tables = consumer::ensure_tables(&lake, &namespace, workload).await?;
+        let config = careless::Config {
+            broker_port: ports.broker,
+            registry_port: ports.registry,
+            topics: tables
+                .iter()
+                .map(|t| names.topic("public", &t.source_table))
+                .collect(),
+            tables,
+            group,
+            auto_commit: Duration::from_millis(args.auto_commit_ms),
+            batch_max: args.batch_max,
+            linger: Duration::from_millis(args.linger_ms),
+            stop_after: None,
+        };
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stop_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let log = |line: &str| eprintln!("{line}");
+        careless::run(&lake, &config, stop, &log).await?;
+        Ok(true)
+    })
+}
+
+/// SIGTERM or SIGINT.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

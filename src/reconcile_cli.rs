@@ -1,0 +1,150 @@
+//! `lossproof reconcile --run RUN`: gate, then score a run's lakes against
+//! the source on the running local stack.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use lossproof_runtime::debezium::{self, CaptureNames};
+use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind, Reconciliation, gate};
+use lossproof_runtime::{ConnectClient, Lake, Stack};
+use lossproof_stdlib::consumer;
+
+pub struct Args<'a> {
+    pub state: &'a Path,
+    pub run: &'a str,
+    pub consumers: &'a [String],
+    pub out: Option<&'a Path>,
+    pub wait: Duration,
+}
+
+/// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
+/// (exit 2) when the run is INVALID.
+pub fn run(args: &Args<'_>) -> Result<bool, String> {
+    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
+    let ports = stack
+        .ports()
+        .map_err(|e| format!("{e} (is the stack up?)"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let names = CaptureNames::for_run(args.run);
+    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    runtime.block_on(async {
+        let source = lossproof_runtime::postgres::connect(
+            ports.source_postgres,
+            lossproof_runtime::stack::SOURCE_DATABASE,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        // What the source holds now is what the lake must hold once drained.
+        let final_lsn = debezium::current_lsn(&source)
+            .await
+            .map_err(|e| e.to_string())?;
+        let positions: Vec<gate::ConsumerPosition> = args
+            .consumers
+            .iter()
+            .map(|c| gate::ConsumerPosition {
+                consumer: c.clone(),
+                group: consumer::group(c, &names),
+                topics: consumer::topics(&names, workload),
+            })
+            .collect();
+        let connect = ConnectClient::new(ports.connect);
+        if let Err(invalid) = gate::wait_scoreable(
+            &connect,
+            &names,
+            &source,
+            final_lsn,
+            ports.broker,
+            &positions,
+            args.wait,
+        )
+        .await
+        {
+            return Err(format!("INVALID: {invalid} — not scored"));
+        }
+        let lake = Lake::open(stack.state().root())
+            .await
+            .map_err(|e| e.to_string())?;
+        let lakes: Vec<ConsumerLake> = args
+            .consumers
+            .iter()
+            .map(|c| ConsumerLake {
+                consumer: c.clone(),
+                namespace: consumer::namespace(c, &names),
+                views: HashMap::new(),
+            })
+            .collect();
+        let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
+        let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;
+        print_summary(&scored);
+        if let Some(out) = args.out {
+            write_diff(&scored, out)?;
+            eprintln!(
+                "diff: {} rows written to {}",
+                scored.diff.len(),
+                out.display()
+            );
+        }
+        Ok(scored.diff.is_empty())
+    })
+}
+
+fn print_summary(scored: &Reconciliation) {
+    use std::fmt::Write as _;
+    let mut kinds = String::new();
+    for kind in DiffKind::ALL {
+        let _ = write!(kinds, "{:>12}", kind.as_str().to_uppercase());
+    }
+    println!(
+        "{:<10} {:<12} {:>9} {:>7}{kinds}",
+        "CONSUMER", "TABLE", "COMPARED", "WRONG"
+    );
+    for s in &scored.summary {
+        let mut by_kind = String::new();
+        for kind in DiffKind::ALL {
+            let _ = write!(
+                by_kind,
+                "{:>12}",
+                s.counts.by_kind.get(&kind).copied().unwrap_or(0)
+            );
+        }
+        println!(
+            "{:<10} {:<12} {:>9} {:>7}{by_kind}",
+            s.consumer, s.table, s.counts.compared, s.counts.wrong
+        );
+    }
+}
+
+/// The diff as Parquet, CSV or JSON, by the file's extension.
+fn write_diff(scored: &Reconciliation, out: &Path) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| format!("write {}: {e}", out.display());
+    let extension = out.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    match extension {
+        "json" => {
+            let text = serde_json::to_string_pretty(&scored.diff).map_err(|e| fail(&e))?;
+            std::fs::write(out, text + "\n").map_err(|e| fail(&e))
+        }
+        "csv" => {
+            let file = std::fs::File::create(out).map_err(|e| fail(&e))?;
+            let mut writer = datafusion::arrow::csv::Writer::new(file);
+            writer.write(&scored.diff_batch()).map_err(|e| fail(&e))
+        }
+        "parquet" => {
+            let batch = scored.diff_batch();
+            let file = std::fs::File::create(out).map_err(|e| fail(&e))?;
+            let mut writer =
+                datafusion::parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None)
+                    .map_err(|e| fail(&e))?;
+            writer.write(&batch).map_err(|e| fail(&e))?;
+            writer.close().map(|_| ()).map_err(|e| fail(&e))
+        }
+        _ => Err(format!(
+            "{}: write the diff as .parquet, .csv or .json (by the file's extension)",
+            out.display()
+        )),
+    }
+}

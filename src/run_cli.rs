@@ -1,0 +1,242 @@
+//! `lossproof run FILE --seeds 1..50`: the product's main job. Every seed is
+//! run against the local stack (started once, reused), scored, and reported
+//! as a distribution over seeds.
+//!
+//! Exit codes: 0 every seed PASS, 1 any FAIL, 2 any INVALID or a stack error.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use lossproof_runtime::Stack;
+use lossproof_stdlib::run::{self, IMPLEMENTED_CONSUMERS, SeedRecord, Verdict};
+use serde::Serialize;
+
+use crate::scenario;
+
+pub struct Args<'a> {
+    pub file: &'a Path,
+    pub seeds: &'a str,
+    pub state: &'a Path,
+    pub consumers: Option<&'a [String]>,
+    pub keep: bool,
+    pub out: Option<&'a Path>,
+}
+
+/// The machine-readable record of a run.
+#[derive(Serialize)]
+struct RunRecord<'a> {
+    lossproof_version: &'static str,
+    scenario: String,
+    file: String,
+    run_id: &'a str,
+    seeds: &'a [u64],
+    consumers: &'a [String],
+    results: &'a [SeedRecord],
+}
+
+/// `7`, `1..50` (inclusive), `1,4,9`, or a mix (`1..3,9`).
+pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
+    let bad = |part: &str| format!("--seeds: `{part}` is not a seed (7), a range (1..50) or a list (1,4,9)");
+    let mut seeds = Vec::new();
+    for part in spec.split(',').map(str::trim) {
+        if let Some((a, b)) = part.split_once("..") {
+            let (a, b): (u64, u64) = (a.parse().map_err(|_| bad(part))?, b.parse().map_err(|_| bad(part))?);
+            if a > b {
+                return Err(format!("--seeds: the range `{part}` is empty"));
+            }
+            seeds.extend(a..=b);
+        } else {
+            seeds.push(part.parse().map_err(|_| bad(part))?);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    seeds.retain(|s| seen.insert(*s));
+    Ok(seeds)
+}
+
+pub fn run(args: &Args<'_>) -> Result<bool, String> {
+    let seeds = parse_seeds(args.seeds)?;
+    let analysis = scenario::analyze(args.file)?;
+    scenario::print_diagnostics(&analysis);
+    let plan = analysis
+        .plan
+        .ok_or_else(|| format!("{} has errors: nothing was run", args.file.display()))?;
+    let missing = lossproof_stdlib::fault::unimplemented(&plan);
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} uses faults lossproof cannot strike yet: {} (nothing was run)",
+            args.file.display(),
+            missing.join(", ")
+        ));
+    }
+    let consumers: Vec<String> = args.consumers.map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
+    if let Some(c) = consumers.iter().find(|c| !IMPLEMENTED_CONSUMERS.contains(&c.as_str())) {
+        return Err(format!(
+            "consumer {c} does not exist as a program yet; run the others with --consumers {}",
+            IMPLEMENTED_CONSUMERS.join(",")
+        ));
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let run_id = format!("{}{stamp}", plan.scenario.replace(|c: char| !c.is_ascii_alphanumeric(), ""));
+    let options = run::Options {
+        state: args.state.to_path_buf(),
+        program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
+        consumers: consumers.clone(),
+        run_id: run_id.clone(),
+        keep: args.keep,
+    };
+    eprintln!(
+        "lossproof run {}: scenario {}, seeds {}, consumers {} (run id {run_id})",
+        args.file.display(),
+        plan.scenario,
+        args.seeds,
+        consumers.join(", ")
+    );
+    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let results = runtime.block_on(async {
+        stack
+            .up(&|line| eprintln!("  {line}"))
+            .await
+            .map_err(|e| format!("the stack: {e}"))?;
+        let mut results = Vec::new();
+        for (i, seed) in seeds.iter().enumerate() {
+            let started = Instant::now();
+            let prefix = format!("[seed {}/{} ({seed})]", i + 1, seeds.len());
+            let progress = |line: &str| {
+                eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
+            };
+            let one = run::run_seed(&stack, &plan, *seed, &options, &progress);
+            let record = tokio::select! {
+                record = one => record,
+                _ = tokio::signal::ctrl_c() => {
+                    // Dropping the seed's future stops its consumers (their
+                    // process groups); the stack stays up for `down`.
+                    return Err("interrupted: the seed's consumers were stopped; `lossproof down` stops the stack".to_owned());
+                }
+            };
+            eprintln!("{prefix} {}", seed_line(&record));
+            results.push(record);
+        }
+        Ok::<_, String>(results)
+    })?;
+
+    print_report(&results, &consumers, args.file);
+    let record = RunRecord {
+        lossproof_version: env!("CARGO_PKG_VERSION"),
+        scenario: plan.scenario.clone(),
+        file: args.file.display().to_string(),
+        run_id: &run_id,
+        seeds: &seeds,
+        consumers: &consumers,
+        results: &results,
+    };
+    let out: PathBuf = args
+        .out
+        .map_or_else(|| stack.state().root().join("runs").join(format!("{run_id}.json")), Path::to_path_buf);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
+    std::fs::write(&out, text + "\n").map_err(|e| format!("write {}: {e}", out.display()))?;
+    println!("run record: {}", out.display());
+    if results.iter().any(|r| r.verdict == Verdict::Invalid) {
+        return Err(format!(
+            "{} of {} seeds INVALID (not scored)",
+            results.iter().filter(|r| r.verdict == Verdict::Invalid).count(),
+            results.len()
+        ));
+    }
+    Ok(results.iter().all(|r| r.verdict == Verdict::Pass))
+}
+
+fn seed_line(record: &SeedRecord) -> String {
+    let fired = record.faults.iter().filter(|f| f.fired).count();
+    let wrong: Vec<String> = record.wrong_rows.iter().map(|(c, n)| format!("{c} {n} wrong")).collect();
+    let mut line = format!(
+        "{:?} in {:.1}s: {} of {} faults fired ({} during load), {}",
+        record.verdict,
+        record.timings.total_ms as f64 / 1000.0,
+        fired,
+        record.faults.len(),
+        record.faults.iter().filter(|f| f.fired && f.during_load).count(),
+        if wrong.is_empty() { "not scored".to_owned() } else { wrong.join(", ") }
+    );
+    if let Some(reason) = &record.reason {
+        line.push_str(&format!(" — {reason}"));
+    }
+    line
+}
+
+/// Per consumer: wrong rows by seed, the distribution, the worst seed.
+fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
+    println!();
+    println!("{:<6} {:<8} {:>8} {:>7}  {}", "SEED", "VERDICT", "FAULTS", "", "WRONG ROWS");
+    for r in results {
+        let wrong: Vec<String> = consumers
+            .iter()
+            .map(|c| r.wrong_rows.get(c).map_or_else(|| format!("{c} -"), |n| format!("{c} {n}")))
+            .collect();
+        println!(
+            "{:<6} {:<8} {:>8} {:>7}  {}",
+            r.seed,
+            format!("{:?}", r.verdict).to_uppercase(),
+            format!("{}/{}", r.faults.iter().filter(|f| f.fired).count(), r.faults.len()),
+            "",
+            wrong.join(", ")
+        );
+    }
+    println!();
+    for consumer in consumers {
+        let mut scored: Vec<(u64, u64)> = results
+            .iter()
+            .filter_map(|r| r.wrong_rows.get(consumer).map(|n| (*n, r.seed)))
+            .collect();
+        if scored.is_empty() {
+            println!("{consumer}: no seed was scored");
+            continue;
+        }
+        scored.sort_unstable();
+        let values: Vec<u64> = scored.iter().map(|(n, _)| *n).collect();
+        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        let damaged = values.iter().filter(|n| **n > 0).count();
+        let (worst, worst_seed) = scored[scored.len() - 1];
+        println!(
+            "{consumer}: wrong rows over {} scored seeds: min {} median {} p90 {} max {}; damaged in {damaged}/{} seeds ({:.0}%)",
+            values.len(),
+            values[0],
+            at(0.5),
+            at(0.9),
+            worst,
+            values.len(),
+            damaged as f64 * 100.0 / values.len() as f64
+        );
+        if worst > 0 {
+            println!(
+                "  worst: seed {worst_seed} ({worst} wrong rows); replay: lossproof run {} --seeds {worst_seed} --consumers {consumer} --keep",
+                file.display()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_seeds;
+
+    #[test]
+    fn seeds_are_single_ranges_and_lists() {
+        assert_eq!(parse_seeds("7").unwrap(), [7]);
+        assert_eq!(parse_seeds("1..3").unwrap(), [1, 2, 3]);
+        assert_eq!(parse_seeds("1,4,9").unwrap(), [1, 4, 9]);
+        assert_eq!(parse_seeds("1..3,2,9").unwrap(), [1, 2, 3, 9]);
+        assert!(parse_seeds("3..1").unwrap_err().contains("empty"));
+        assert!(parse_seeds("x").unwrap_err().contains("`x`"));
+    }
+}

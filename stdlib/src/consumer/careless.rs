@@ -1,0 +1,317 @@
+//! The careless consumer, built exactly as FINDINGS.md describes the way many
+//! CDC pipelines are written — so lossproof can count what that costs:
+//!
+//! - Kafka offsets are auto-committed on a timer (`enable.auto.commit`,
+//!   offsets stored as messages are polled), independent of what was written;
+//! - changes are applied in arrival order (the last change of a key in a
+//!   batch wins);
+//! - each batch is written per table as TWO Iceberg commits: first an
+//!   equality delete of every key the batch touches, then an append of the
+//!   keys' new versions;
+//! - the table schema is fixed: a batch whose events carry a new or widened
+//!   column fails to append (after its delete commit already landed);
+//! - errors are logged and the consumer carries on with the next batch.
+//!
+//! Nothing here protects against a SIGKILL at any instant: that is the point.
+//! A stop request (SIGTERM/Ctrl-C through `stop`) is honoured between
+//! batches: a batch whose first record arrived is collected and written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use iceberg::Catalog as _;
+use lossproof_runtime::Lake;
+use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Row, Schemas};
+use lossproof_runtime::lake::{Commit, write_data_files, write_equality_deletes};
+use rdkafka::Message as _;
+use rdkafka::consumer::{Consumer as _, StreamConsumer};
+use rdkafka::message::OwnedMessage;
+
+use super::{LakeTable, debezium_type_name, to_arrow};
+
+/// How the careless consumer runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `127.0.0.1:{port}` of the broker.
+    pub broker_port: u16,
+    pub registry_port: u16,
+    /// The change topics, one per table in `tables`, in the same order.
+    pub topics: Vec<String>,
+    pub tables: Vec<LakeTable>,
+    /// Consumer group (its committed offsets are where a restart resumes).
+    pub group: String,
+    /// Offsets are committed this often, whatever was written.
+    pub auto_commit: Duration,
+    /// A batch closes at this many records …
+    pub batch_max: usize,
+    /// … or this long after its first record.
+    pub linger: Duration,
+    /// Stop once this many records were handled (benchmarks).
+    pub stop_after: Option<u64>,
+}
+
+/// What one run of the consumer did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub records: u64,
+    pub batches: u64,
+    pub commits: u64,
+    pub errors: u64,
+}
+
+/// Consume until `stop` turns true (or `stop_after` records), logging one
+/// line per batch and per error through `log`.
+pub async fn run(
+    lake: &Lake,
+    config: &Config,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Report, String> {
+    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
+        .set(
+            "bootstrap.servers",
+            format!("127.0.0.1:{}", config.broker_port),
+        )
+        .set("group.id", &config.group)
+        .set("enable.auto.commit", "true")
+        .set("enable.auto.offset.store", "true")
+        .set(
+            "auto.commit.interval.ms",
+            config.auto_commit.as_millis().to_string(),
+        )
+        .set("auto.offset.reset", "earliest")
+        // Topics appear when Debezium first writes to them: notice soon.
+        .set("topic.metadata.refresh.interval.ms", "1000")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .map_err(|e| format!("cannot create the Kafka consumer: {e}"))?;
+    let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+    consumer
+        .subscribe(&topics)
+        .map_err(|e| format!("cannot subscribe to {topics:?}: {e}"))?;
+    log(&format!(
+        "careless: group {} on {} topics; resuming from the group's committed offsets",
+        config.group,
+        topics.len()
+    ));
+    let by_topic: HashMap<&str, &LakeTable> = topics.iter().copied().zip(&config.tables).collect();
+    let mut schemas = Schemas::new(config.registry_port);
+    let mut report = Report::default();
+    let mut last_kafka_error = String::new();
+    while !*stop.borrow() {
+        if config.stop_after.is_some_and(|n| report.records >= n) {
+            break;
+        }
+        // A stop request is honoured between batches only: a batch whose
+        // first record arrived is collected and written to the end.
+        let first = tokio::select! {
+            first = consumer.recv() => first.map(|m| m.detach()),
+            _ = stop.changed() => break,
+        };
+        let messages = match first {
+            Ok(first) => rest_of_batch(&consumer, first, config).await,
+            Err(e) => {
+                // Unknown topics before Debezium creates them, broker restarts …
+                let e = e.to_string();
+                if e != last_kafka_error {
+                    log(&format!("careless: kafka: {e}; carrying on"));
+                    last_kafka_error = e;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        last_kafka_error.clear();
+        report.records += messages.len() as u64;
+        report.batches += 1;
+        let mut changes: BTreeMap<usize, Vec<change_event::RowChange>> = BTreeMap::new();
+        for message in &messages {
+            let Some(table) = by_topic.get(message.topic()) else {
+                continue;
+            };
+            let index = config
+                .tables
+                .iter()
+                .position(|t| t.ident == table.ident)
+                .unwrap_or(0);
+            if let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
+                report.errors += 1;
+                log(&format!("careless: registry: {e}; skipping the record"));
+                continue;
+            }
+            match change_event::decode_avro(message.key(), message.payload(), &|id| {
+                schemas.lookup(id)
+            }) {
+                Ok(ChangeRecord::Change(change)) => changes.entry(index).or_default().push(change),
+                Ok(ChangeRecord::Tombstone { .. }) => {}
+                Err(e) => {
+                    report.errors += 1;
+                    log(&format!(
+                        "careless: {}@{}: cannot decode: {e}; skipping the record",
+                        message.topic(),
+                        message.offset()
+                    ));
+                }
+            }
+        }
+        for (index, changes) in changes {
+            let table = &config.tables[index];
+            let (commits, errors) = write_batch(lake, table, &changes, log).await;
+            report.commits += commits;
+            report.errors += errors;
+        }
+    }
+    log(&format!(
+        "careless: stopping after {} records, {} batches, {} commits, {} errors",
+        report.records, report.batches, report.commits, report.errors
+    ));
+    Ok(report)
+}
+
+/// `first` and up to `batch_max - 1` more records, closing `linger` after
+/// the first arrived.
+async fn rest_of_batch(
+    consumer: &StreamConsumer,
+    first: OwnedMessage,
+    config: &Config,
+) -> Vec<OwnedMessage> {
+    let mut batch = vec![first];
+    let deadline = Instant::now() + config.linger;
+    while batch.len() < config.batch_max {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, consumer.recv()).await {
+            Ok(Ok(message)) => batch.push(message.detach()),
+            Ok(Err(_)) | Err(_) => break,
+        }
+    }
+    batch
+}
+
+/// One table's part of a batch: the delete commit, then the append commit.
+/// Returns (commits made, errors logged).
+async fn write_batch(
+    lake: &Lake,
+    table: &LakeTable,
+    changes: &[change_event::RowChange],
+    log: &(dyn Fn(&str) + Sync),
+) -> (u64, u64) {
+    // Arrival order: the last change of each key wins.
+    let mut last: BTreeMap<String, (&Row, Option<&Row>)> = BTreeMap::new();
+    for change in changes {
+        let after = match change.op {
+            ChangeOp::Delete => None,
+            _ => change.after.as_ref(),
+        };
+        last.insert(format!("{:?}", change.key), (&change.key, after));
+    }
+    let keys: Vec<&Row> = last.values().map(|(k, _)| *k).collect();
+    let rows: Vec<&Row> = last.values().filter_map(|(_, after)| *after).collect();
+    let name = &table.ident;
+
+    // Commit 1: remove the old versions of every key in the batch.
+    let result = async {
+        let current = lake
+            .catalog()
+            .load_table(name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let deletes = to_arrow(&table.schema, &keys)?;
+        let files = write_equality_deletes(&current, table.key_ids.clone(), vec![deletes])
+            .await
+            .map_err(|e| e.to_string())?;
+        lake.commit(&current, Commit::row_delta(files))
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    let current = match result {
+        Ok(table) => table,
+        Err(e) => {
+            log(&format!(
+                "careless: {name}: delete commit failed: {e}; carrying on"
+            ));
+            return (0, 1);
+        }
+    };
+    if rows.is_empty() {
+        return (1, 0);
+    }
+
+    // Commit 2: append the new versions, in the table's fixed schema.
+    let result = async {
+        check_fixed_schema(table, changes)?;
+        let batch = to_arrow(&table.schema, &rows)?;
+        let files = write_data_files(&current, vec![batch])
+            .await
+            .map_err(|e| e.to_string())?;
+        lake.commit(&current, Commit::append(files))
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    match result {
+        Ok(_) => {
+            log(&format!(
+                "careless: {name}: {} changes -> deleted {} keys, appended {} rows",
+                changes.len(),
+                keys.len(),
+                rows.len()
+            ));
+            (2, 0)
+        }
+        Err(e) => {
+            log(&format!(
+                "careless: {name}: append of {} rows failed after their delete commit: {e}; carrying on",
+                rows.len()
+            ));
+            (1, 1)
+        }
+    }
+}
+
+/// Every event's row schema must be the table's, column for column.
+fn check_fixed_schema(
+    table: &LakeTable,
+    changes: &[change_event::RowChange],
+) -> Result<(), String> {
+    let expected: BTreeMap<&str, String> = table
+        .schema
+        .as_struct()
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            Some((
+                f.name.as_str(),
+                debezium_type_name(f.field_type.as_primitive_type()?),
+            ))
+        })
+        .collect();
+    for change in changes.iter().filter(|c| !c.columns.is_empty()) {
+        let got: BTreeMap<&str, &str> = change
+            .columns
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        for (column, kind) in &got {
+            match expected.get(column) {
+                None => {
+                    return Err(format!(
+                        "schema changed: the events have a new column `{column}` ({kind})"
+                    ));
+                }
+                Some(want) if want != kind => {
+                    return Err(format!(
+                        "schema changed: column `{column}` is {kind} in the events, {want} in the table"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(column) = expected.keys().find(|c| !got.contains_key(*c)) {
+            return Err(format!(
+                "schema changed: the events no longer have column `{column}`"
+            ));
+        }
+    }
+    Ok(())
+}

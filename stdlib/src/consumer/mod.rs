@@ -1,0 +1,378 @@
+//! The reference consumers: real long-running programs that read the change
+//! topics of a run and write one Iceberg table per source table into their
+//! own namespace.
+//!
+//! - [`careless`]: the way many pipelines are written (FINDINGS.md).
+//! - the correct consumer follows.
+//!
+//! This module holds what both share: the lake tables a workload's source
+//! tables map to, and turning decoded rows into Arrow batches of those tables.
+
+pub mod careless;
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Decimal128Builder, Int32Builder, Int64Builder, StringBuilder,
+    TimestampMicrosecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+use iceberg::{Catalog as _, NamespaceIdent, TableCreation, TableIdent};
+use lossproof_lang::vocabulary::{TableSig, WorkloadSig};
+use lossproof_runtime::Lake;
+use lossproof_runtime::change_event::{Cell, Row};
+use lossproof_runtime::debezium::CaptureNames;
+
+/// The Iceberg namespace consumer `kind` writes run `names`'s tables to.
+#[must_use]
+pub fn namespace(kind: &str, names: &CaptureNames) -> String {
+    format!("{kind}_{}", names.topic_prefix)
+}
+
+/// The Kafka consumer group of consumer `kind` in run `names`.
+#[must_use]
+pub fn group(kind: &str, names: &CaptureNames) -> String {
+    format!("lossproof-{kind}-{}", names.topic_prefix)
+}
+
+/// The change topics of `workload`'s tables in run `names`, in table order.
+#[must_use]
+pub fn topics(names: &CaptureNames, workload: &WorkloadSig) -> Vec<String> {
+    workload
+        .tables
+        .iter()
+        .map(|t| names.topic("public", t.name))
+        .collect()
+}
+
+/// The Iceberg schema a source table maps to: the vocabulary's columns in
+/// order, field ids from 1, primary-key columns required and declared as the
+/// identifier fields, every other column optional.
+pub fn iceberg_schema(table: &TableSig) -> Result<Schema, String> {
+    let mut fields = Vec::new();
+    let mut keys = Vec::new();
+    for (i, column) in table.columns.iter().enumerate() {
+        let id = i32::try_from(i + 1).map_err(|e| e.to_string())?;
+        let kind = Type::Primitive(primitive_type(column.sql_type)?);
+        let field = if table.primary_key.contains(&column.name) {
+            keys.push(id);
+            NestedField::required(id, column.name, kind)
+        } else {
+            NestedField::optional(id, column.name, kind)
+        };
+        fields.push(Arc::new(field));
+    }
+    Schema::builder()
+        .with_fields(fields)
+        .with_identifier_field_ids(keys)
+        .build()
+        .map_err(|e| format!("table {}: {e}", table.name))
+}
+
+/// The Iceberg type of a `PostgreSQL` column type the vocabulary uses.
+pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType, String> {
+    let t = sql_type.trim().to_ascii_lowercase();
+    Ok(match t.as_str() {
+        "bigint" | "int8" => PrimitiveType::Long,
+        "integer" | "int" | "int4" | "smallint" => PrimitiveType::Int,
+        "text" | "varchar" => PrimitiveType::String,
+        "boolean" | "bool" => PrimitiveType::Boolean,
+        "timestamptz" | "timestamp with time zone" => PrimitiveType::Timestamptz,
+        "double precision" | "float8" => PrimitiveType::Double,
+        _ => {
+            let numeric = t
+                .strip_prefix("numeric(")
+                .and_then(|rest| rest.strip_suffix(')'))
+                .and_then(|ps| ps.split_once(','))
+                .and_then(|(p, s)| Some((p.trim().parse().ok()?, s.trim().parse().ok()?)));
+            let Some((precision, scale)) = numeric else {
+                return Err(format!("no Iceberg type for the column type `{sql_type}`"));
+            };
+            PrimitiveType::Decimal { precision, scale }
+        }
+    })
+}
+
+/// The Avro type name (as [`lossproof_runtime::change_event::RowChange::columns`]
+/// spells it) Debezium uses for a column of this Iceberg type.
+#[must_use]
+pub fn debezium_type_name(kind: &PrimitiveType) -> String {
+    match kind {
+        PrimitiveType::Long => "long".into(),
+        PrimitiveType::Int => "int".into(),
+        PrimitiveType::Boolean => "boolean".into(),
+        PrimitiveType::Double => "double".into(),
+        PrimitiveType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        // Strings, and timestamptz as io.debezium.time.ZonedTimestamp.
+        _ => "string".into(),
+    }
+}
+
+/// A lake table of a consumer: where it is and what it looks like.
+#[derive(Debug, Clone)]
+pub struct LakeTable {
+    pub source_table: String,
+    pub ident: TableIdent,
+    pub schema: Schema,
+    /// Field ids of the primary key.
+    pub key_ids: Vec<i32>,
+}
+
+/// Create (if missing) `namespace` and one table per source table of
+/// `workload`, named as the source table.
+pub async fn ensure_tables(
+    lake: &Lake,
+    namespace: &str,
+    workload: &WorkloadSig,
+) -> Result<Vec<LakeTable>, String> {
+    let ns: NamespaceIdent = lake
+        .ensure_namespace(namespace)
+        .await
+        .map_err(|e| format!("namespace {namespace}: {e}"))?;
+    let mut tables = Vec::new();
+    for table in workload.tables {
+        let schema = iceberg_schema(table)?;
+        let ident = TableIdent::new(ns.clone(), table.name.to_owned());
+        let exists = lake
+            .catalog()
+            .table_exists(&ident)
+            .await
+            .map_err(|e| format!("{ident}: {e}"))?;
+        if !exists {
+            let creation = TableCreation::builder()
+                .name(table.name.to_owned())
+                .schema(schema.clone())
+                .build();
+            lake.catalog()
+                .create_table(&ns, creation)
+                .await
+                .map_err(|e| format!("create {ident}: {e}"))?;
+        }
+        let key_ids = schema.identifier_field_ids().collect();
+        tables.push(LakeTable {
+            source_table: table.name.to_owned(),
+            ident,
+            schema,
+            key_ids,
+        });
+    }
+    Ok(tables)
+}
+
+/// `rows` as one Arrow batch of `schema` (field ids in the metadata, as the
+/// Iceberg writers need). A column missing from a row is NULL; a value that
+/// does not fit its column is an error naming both.
+pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
+    let arrow_schema =
+        Arc::new(iceberg::arrow::schema_to_arrow_schema(schema).map_err(|e| e.to_string())?);
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for field in schema.as_struct().fields() {
+        let name = field.name.as_str();
+        let cells = rows.iter().map(|r| r.get(name).unwrap_or(&Cell::Null));
+        let bad =
+            |cell: &Cell| format!("column {name} ({}) cannot hold {cell:?}", field.field_type);
+        let Type::Primitive(kind) = field.field_type.as_ref() else {
+            return Err(format!("column {name}: nested types are not supported"));
+        };
+        let array: ArrayRef = match kind {
+            PrimitiveType::Long => {
+                let mut b = Int64Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Int(i) => b.append_value(*i),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Int => {
+                let mut b = Int32Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Int(i) => b.append_value(i32::try_from(*i).map_err(|_| bad(cell))?),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Boolean => {
+                let mut b = BooleanBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Bool(v) => b.append_value(*v),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::String => {
+                let mut b = StringBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Text(t) => b.append_value(t),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Decimal { precision, scale } => {
+                let mut b = Decimal128Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Decimal(t) | Cell::Text(t) => {
+                            b.append_value(
+                                unscaled(t, *precision, *scale).ok_or_else(|| bad(cell))?,
+                            );
+                        }
+                        other => return Err(bad(other)),
+                    }
+                }
+                let p = u8::try_from(*precision).map_err(|e| e.to_string())?;
+                let s = i8::try_from(*scale).map_err(|e| e.to_string())?;
+                Arc::new(
+                    b.finish()
+                        .with_precision_and_scale(p, s)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            PrimitiveType::Timestamptz => {
+                let mut b = TimestampMicrosecondBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Text(t) => b.append_value(
+                            chrono::DateTime::parse_from_rfc3339(t)
+                                .map_err(|_| bad(cell))?
+                                .timestamp_micros(),
+                        ),
+                        Cell::Int(micros) => b.append_value(*micros),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish().with_timezone("+00:00"))
+            }
+            other => return Err(format!("column {name}: type {other} is not supported")),
+        };
+        columns.push(array);
+    }
+    RecordBatch::try_new(arrow_schema, columns).map_err(|e| e.to_string())
+}
+
+/// `12.30` at `scale` 2 -> 1230; `None` if it has more fraction digits than
+/// `scale` or more digits than `precision`.
+fn unscaled(text: &str, precision: u32, scale: u32) -> Option<i128> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int_part, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if frac.len() > scale as usize
+        || !int_part
+            .chars()
+            .chain(frac.chars())
+            .all(|c| c.is_ascii_digit())
+        || int_part.is_empty() && frac.is_empty()
+    {
+        return None;
+    }
+    let padded = format!("{int_part}{frac:0<width$}", width = scale as usize);
+    let significant = padded.trim_start_matches('0');
+    if significant.len() > precision as usize {
+        return None;
+    }
+    let value: i128 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().ok()?
+    };
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array as _;
+
+    #[test]
+    fn decimals_keep_their_scale_and_refuse_what_does_not_fit() {
+        assert_eq!(unscaled("12.30", 10, 2), Some(1230));
+        assert_eq!(unscaled("12.3", 10, 2), Some(1230));
+        assert_eq!(unscaled("-0.05", 10, 2), Some(-5));
+        assert_eq!(unscaled("7", 10, 2), Some(700));
+        assert_eq!(
+            unscaled("1.234", 10, 2),
+            None,
+            "more fraction digits than the scale"
+        );
+        assert_eq!(
+            unscaled("123456789.00", 10, 2),
+            None,
+            "11 digits in numeric(10,2)"
+        );
+        assert_eq!(unscaled("12a", 10, 2), None);
+    }
+
+    #[test]
+    fn vocabulary_tables_map_to_iceberg_with_keys_required() {
+        let orders = &crate::workloads::WORKLOADS[0].tables[1];
+        let schema = iceberg_schema(orders).unwrap();
+        let amount = schema.field_by_name("amount").unwrap();
+        assert_eq!(
+            *amount.field_type,
+            Type::Primitive(PrimitiveType::Decimal {
+                precision: 10,
+                scale: 2
+            })
+        );
+        assert!(schema.field_by_name("order_id").unwrap().required);
+        assert!(!amount.required);
+        assert_eq!(schema.identifier_field_ids().collect::<Vec<_>>(), [1]);
+        assert!(primitive_type("geometry").unwrap_err().contains("geometry"));
+    }
+
+    #[test]
+    fn rows_become_arrow_exactly() {
+        let orders = &crate::workloads::WORKLOADS[0].tables[1];
+        let schema = iceberg_schema(orders).unwrap();
+        let row: Row = [
+            ("order_id".to_owned(), Cell::Int(7)),
+            ("amount".to_owned(), Cell::Decimal("12.30".into())),
+            ("note".to_owned(), Cell::Text(String::new())),
+            (
+                "created_at".to_owned(),
+                Cell::Text("2026-11-30T03:51:11.123456Z".into()),
+            ),
+        ]
+        .into();
+        let batch = to_arrow(&schema, &[&row]).unwrap();
+        assert_eq!(batch.num_rows(), 1);
+        let amount = batch.column_by_name("amount").unwrap();
+        let amount = amount
+            .as_any()
+            .downcast_ref::<arrow_array::Decimal128Array>()
+            .unwrap();
+        assert_eq!(amount.value_as_string(0), "12.30");
+        let note = batch.column_by_name("note").unwrap();
+        assert!(note.is_valid(0), "'' is a value, not NULL");
+        assert!(batch.column_by_name("status").unwrap().is_null(0));
+        let created = batch.column_by_name("created_at").unwrap();
+        let created = created
+            .as_any()
+            .downcast_ref::<arrow_array::TimestampMicrosecondArray>()
+            .unwrap();
+        assert_eq!(created.value(0), 1_796_010_671_123_456);
+
+        let wide: Row = [
+            ("order_id".to_owned(), Cell::Int(8)),
+            ("amount".to_owned(), Cell::Decimal("123456789.00".into())),
+        ]
+        .into();
+        assert!(to_arrow(&schema, &[&wide]).unwrap_err().contains("amount"));
+    }
+}

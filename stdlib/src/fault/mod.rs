@@ -1,0 +1,90 @@
+//! Fault implementations, registered by the stdlib name the vocabulary gives
+//! them (`stdlib/src/faults.rs`). Adding a fault = one function in a file
+//! here + one line in [`REGISTRY`].
+//!
+//! A fault either fires (`Ok(what it did)`) or does not (`Err(why not)`, e.g.
+//! "consumer careless was already down"); the executor records both in the
+//! `faults` table, so a scenario can prove every fault fired.
+
+mod alter;
+mod connector;
+mod process;
+mod redeliver;
+
+use std::collections::BTreeMap;
+
+use futures_util::future::BoxFuture;
+use lossproof_lang::plan::{ArgValue, PlannedAction};
+use lossproof_lang::vocabulary::WorkloadSig;
+use lossproof_runtime::debezium::CaptureNames;
+use lossproof_runtime::supervisor::Supervised;
+use lossproof_runtime::{ConnectClient, Ports, Stack};
+
+/// What a fault may touch during one seed.
+pub struct Ctx<'a> {
+    pub stack: &'a Stack,
+    pub ports: Ports,
+    pub source: &'a tokio_postgres::Client,
+    pub connect: &'a ConnectClient,
+    pub names: &'a CaptureNames,
+    /// The connector's configuration (to re-create it).
+    pub connector_config: &'a serde_json::Value,
+    pub workload: &'static WorkloadSig,
+    /// The consumers under test, by name.
+    pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+}
+
+/// `Ok(what happened)` or `Err(why it did not fire)`.
+pub type Fired = Result<String, String>;
+
+type FaultFn = for<'a> fn(&'a Ctx<'a>, &'a PlannedAction) -> BoxFuture<'a, Fired>;
+
+/// Every implemented fault, by stdlib name.
+pub const REGISTRY: &[(&str, FaultFn)] = &[
+    ("kill", |c, a| Box::pin(process::kill(c, a))),
+    ("stop", |c, a| Box::pin(process::stop(c, a))),
+    ("pause", |c, a| Box::pin(process::pause(c, a))),
+    ("resume", |c, a| Box::pin(process::resume(c, a))),
+    ("restart", |c, a| Box::pin(process::restart(c, a))),
+    ("widen-column", |c, a| Box::pin(alter::widen(c, a))),
+    ("add-column", |c, a| Box::pin(alter::add_column(c, a))),
+    ("drop-column", |c, a| Box::pin(alter::drop_column(c, a))),
+    ("redeliver", |c, a| Box::pin(redeliver::from_start(c, a))),
+    ("recreate-connector", |c, a| Box::pin(connector::recreate(c, a))),
+    ("drop-slot", |c, a| Box::pin(connector::drop_slot(c, a))),
+];
+
+/// The implementation of fault `name`, if it has one yet.
+#[must_use]
+pub fn find(name: &str) -> Option<FaultFn> {
+    REGISTRY.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// The plan's faults that have no implementation yet (a scenario using one
+/// is refused before anything starts, never silently skipped).
+#[must_use]
+pub fn unimplemented(plan: &lossproof_lang::Plan) -> Vec<String> {
+    let mut missing: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|a| find(&a.fault).is_none())
+        .map(|a| a.fault.clone())
+        .collect();
+    missing.sort();
+    missing.dedup();
+    missing
+}
+
+fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, String> {
+    match action.args.get(arg) {
+        Some(ArgValue::Name(n)) => Ok(n),
+        other => Err(format!("`{}` has no {arg} ({other:?})", action.text)),
+    }
+}
+
+fn count_arg(action: &PlannedAction, arg: &str) -> Option<u64> {
+    match action.args.get(arg) {
+        Some(ArgValue::Count(n)) => Some(*n),
+        _ => None,
+    }
+}

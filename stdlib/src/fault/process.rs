@@ -1,0 +1,189 @@
+//! kill / stop / pause / resume / restart of a process: a consumer under
+//! test (the run's supervisor) or a stack component (`connect`, `broker`,
+//! `postgres`, `registry`); pause / resume / restart of `connector` go
+//! through the Connect REST API.
+
+use std::time::Duration;
+
+use lossproof_lang::plan::PlannedAction;
+use lossproof_runtime::Component;
+use nix::sys::signal::Signal;
+
+use super::{Ctx, Fired};
+
+const GRACE: Duration = Duration::from_secs(20);
+
+enum Which {
+    /// Consumers by name (all under test when the scenario names none).
+    Consumers(Vec<String>),
+    Component(Component),
+    Connector,
+}
+
+async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
+    let target = action
+        .target
+        .as_ref()
+        .ok_or_else(|| format!("`{}` has no target", action.text))?;
+    Ok(match target.component.as_str() {
+        "consumer" => Which::Consumers(match &target.consumer {
+            Some(one) => vec![one.clone()],
+            None => ctx.consumers.lock().await.keys().cloned().collect(),
+        }),
+        "connect" => Which::Component(Component::Connect),
+        "broker" => Which::Component(Component::Broker),
+        "postgres" => Which::Component(Component::SourcePostgres),
+        "registry" => Which::Component(Component::Registry),
+        "connector" => Which::Connector,
+        other => return Err(format!("`{}`: {other} cannot be targeted by this fault yet", action.text)),
+    })
+}
+
+/// Apply `each` to every consumer named; fired if it did something to any.
+async fn on_consumers(
+    ctx: &Ctx<'_>,
+    names: &[String],
+    verb: &str,
+    each: impl Fn(&mut lossproof_runtime::supervisor::Supervised) -> Result<bool, String>,
+) -> Fired {
+    let mut consumers = ctx.consumers.lock().await;
+    let mut done = Vec::new();
+    let mut skipped = Vec::new();
+    for name in names {
+        let Some(consumer) = consumers.get_mut(name) else {
+            skipped.push(format!("consumer {name} is not under test"));
+            continue;
+        };
+        if each(consumer)? {
+            done.push(name.as_str());
+        } else {
+            skipped.push(format!("consumer {name} was not in a state to {verb}"));
+        }
+    }
+    if done.is_empty() {
+        Err(skipped.join("; "))
+    } else {
+        Ok(format!("{verb} consumer {}", done.join(", ")))
+    }
+}
+
+fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRecord, String> {
+    ctx.stack
+        .process(c)
+        .map_err(|e| e.to_string())?
+        .filter(lossproof_runtime::ProcessRecord::alive)
+        .ok_or_else(|| format!("{} was already down", c.name()))
+}
+
+/// `up` starts whatever is down again (bounded by its own health probes).
+async fn repair(ctx: &Ctx<'_>) -> Result<(), String> {
+    ctx.stack.up(&|_| {}).await.map_err(|e| format!("restarting the stack: {e}"))
+}
+
+/// SIGKILL; the supervisor starts it again at once.
+pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    match which(ctx, action).await? {
+        Which::Consumers(names) => {
+            on_consumers(ctx, &names, "killed", |c| {
+                let killed = c.kill();
+                c.start().map_err(|e| format!("restarting consumer {}: {e}", c.name))?;
+                Ok(killed)
+            })
+            .await
+        }
+        Which::Component(c) => {
+            let process = component(ctx, c)?;
+            let _ = process.signal(Signal::SIGKILL);
+            repair(ctx).await?;
+            Ok(format!("killed {} (pid {}); started again", c.name(), process.pid))
+        }
+        Which::Connector => Err("a connector is not a process: use `restart connector`".into()),
+    }
+}
+
+/// SIGTERM; it stays down until `restart` (or the drain).
+pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    match which(ctx, action).await? {
+        Which::Consumers(names) => on_consumers(ctx, &names, "stopped", |c| Ok(c.terminate(GRACE))).await,
+        Which::Component(c) => {
+            let process = component(ctx, c)?;
+            tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(format!("stopped {}", c.name()))
+        }
+        Which::Connector => {
+            ctx.connect.stop(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            Ok("stopped the connector".into())
+        }
+    }
+}
+
+/// SIGSTOP (or pause the connector).
+pub async fn pause(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    match which(ctx, action).await? {
+        Which::Consumers(names) => on_consumers(ctx, &names, "paused", |c| Ok(c.pause())).await,
+        Which::Component(c) => {
+            let process = component(ctx, c)?;
+            if process.signal(Signal::SIGSTOP) {
+                Ok(format!("paused {}", c.name()))
+            } else {
+                Err(format!("{} could not be paused", c.name()))
+            }
+        }
+        Which::Connector => {
+            ctx.connect.pause(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            Ok("paused the connector".into())
+        }
+    }
+}
+
+/// SIGCONT (or resume the connector).
+pub async fn resume(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    match which(ctx, action).await? {
+        Which::Consumers(names) => on_consumers(ctx, &names, "resumed", |c| Ok(c.resume())).await,
+        Which::Component(c) => {
+            let process = ctx
+                .stack
+                .process(c)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("{} is not running", c.name()))?;
+            if process.signal(Signal::SIGCONT) {
+                Ok(format!("resumed {}", c.name()))
+            } else {
+                Err(format!("{} could not be resumed", c.name()))
+            }
+        }
+        Which::Connector => {
+            ctx.connect.resume(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            Ok("resumed the connector".into())
+        }
+    }
+}
+
+/// A graceful stop and a start (or a start if it was down).
+pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    match which(ctx, action).await? {
+        Which::Consumers(names) => {
+            on_consumers(ctx, &names, "restarted", |c| {
+                c.terminate(GRACE);
+                c.start().map_err(|e| format!("starting consumer {}: {e}", c.name))?;
+                Ok(true)
+            })
+            .await
+        }
+        Which::Component(c) => {
+            if let Ok(process) = component(ctx, c) {
+                tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            repair(ctx).await?;
+            Ok(format!("restarted {}", c.name()))
+        }
+        Which::Connector => {
+            ctx.connect.restart(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            Ok("restarted the connector and its tasks".into())
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! `redeliver from start [N times]`: every consumer's group is rewound to
+//! the beginning of every topic, so the whole stream is delivered again.
+
+use std::time::Duration;
+
+use lossproof_lang::plan::PlannedAction;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{Ctx, Fired, count_arg};
+
+/// For each consumer: stop it gracefully (it leaves its group), commit
+/// offset 0 for every topic as its group, start it again.
+pub async fn from_start(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    let times = count_arg(action, "times").unwrap_or(1);
+    let topics = crate::consumer::topics(ctx.names, ctx.workload);
+    let mut consumers = ctx.consumers.lock().await;
+    for round in 0..times {
+        for (name, consumer) in consumers.iter_mut() {
+            consumer.terminate(Duration::from_secs(20));
+            let group = crate::consumer::group(name, ctx.names);
+            rewind(ctx.ports.broker, &group, &topics)?;
+            consumer
+                .start()
+                .map_err(|e| format!("restart consumer {name}: {e}"))?;
+        }
+        if round + 1 < times {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    Ok(format!(
+        "rewound {} to the start of {} topics, {times} time(s)",
+        consumers.keys().cloned().collect::<Vec<_>>().join(", "),
+        topics.len()
+    ))
+}
+
+fn rewind(broker: u16, group: &str, topics: &[String]) -> Result<(), String> {
+    let client: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|e| format!("kafka client: {e}"))?;
+    let mut list = TopicPartitionList::new();
+    for topic in topics {
+        list.add_partition_offset(topic, 0, Offset::Offset(0))
+            .map_err(|e| e.to_string())?;
+    }
+    client
+        .commit(&list, CommitMode::Sync)
+        .map_err(|e| format!("rewind group {group}: {e}"))
+}

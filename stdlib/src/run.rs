@@ -1,0 +1,504 @@
+//! The executor of one seed: the plan's timeline against the real stack.
+//!
+//! 1. timeline for the seed (`Plan::timeline`);
+//! 2. isolation: the source tables are re-created, and the connector, slot,
+//!    publication, topics, consumer groups and Iceberg namespaces all carry
+//!    the seed's run id;
+//! 3. the consumers under test start (supervised child processes), the
+//!    workload runs, and every fault fires at its planned offset WHILE it
+//!    runs; what really happened is recorded (`faults`);
+//! 4. the drain gate: connector RUNNING, slot at the source's final LSN,
+//!    every consumer's group at the end of every topic — else INVALID;
+//! 5. the reconciler scores each consumer's lake, the assertions run over
+//!    `diff`, `summary`, `source_rows`, `lake_rows` and `faults`;
+//! 6. clean-up: consumers stopped, connector/slot/publication removed,
+//!    topics deleted, namespaces dropped (kept with `--keep` for a FAIL).
+//!
+//! It lives in stdlib (not runtime) because it drives the stdlib's workload,
+//! faults and consumers; the pieces it is built from (supervisor, gate,
+//! reconciler, lake) are runtime's.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
+use lossproof_lang::Plan;
+use lossproof_lang::plan::{Phase, SettingValue};
+use lossproof_lang::timeline::Occurrence;
+use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
+use lossproof_runtime::reconcile::{self, ConsumerLake, Summary, gate};
+use lossproof_runtime::supervisor::Supervised;
+use lossproof_runtime::{ConnectClient, Lake, Stack};
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore as _, SeedableRng as _};
+use serde::Serialize;
+
+use crate::fault::{self, Ctx};
+use crate::workload;
+
+/// Consumers that exist as programs today.
+pub const IMPLEMENTED_CONSUMERS: &[&str] = &["careless"];
+
+/// How a run executes its seeds.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub state: PathBuf,
+    /// The `lossproof` binary (runs the consumers).
+    pub program: PathBuf,
+    /// Consumers under test.
+    pub consumers: Vec<String>,
+    /// Prefix of every seed's run id (letters and digits).
+    pub run_id: String,
+    /// Keep a failed seed's lake and write its diff.
+    pub keep: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Invalid,
+}
+
+/// One planned fault occurrence and what became of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    pub phase: usize,
+    pub planned_ms: u64,
+    pub action: usize,
+    pub fault: String,
+    pub text: String,
+    pub fired: bool,
+    /// Milliseconds from the seed's start, when it fired.
+    pub fired_ms: Option<u64>,
+    /// Whether the workload was still running when it fired.
+    pub during_load: bool,
+    /// What it did, or why it did not fire.
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AssertionRecord {
+    pub name: String,
+    pub sql: String,
+    /// `None`: not evaluated (see `note`).
+    pub passed: Option<bool>,
+    pub got: Option<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub load_ms: u64,
+    pub drain_ms: u64,
+    pub reconcile_ms: u64,
+    pub total_ms: u64,
+}
+
+/// Everything about one seed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeedRecord {
+    pub seed: u64,
+    pub run: String,
+    pub verdict: Verdict,
+    /// Why INVALID, or which assertions failed.
+    pub reason: Option<String>,
+    pub planned: Vec<Occurrence>,
+    pub faults: Vec<FaultRecord>,
+    /// Diff rows per consumer (scored seeds only).
+    pub wrong_rows: BTreeMap<String, u64>,
+    pub summary: Vec<Summary>,
+    pub assertions: Vec<AssertionRecord>,
+    pub workload_ops: u64,
+    pub workload_failed: u64,
+    pub timings: Timings,
+    /// Where the diff was written (`--keep`, FAIL).
+    pub diff_file: Option<PathBuf>,
+}
+
+/// Run one seed. Never panics on a stack problem: that is an INVALID seed
+/// with the reason.
+pub async fn run_seed(
+    stack: &Stack,
+    plan: &Plan,
+    seed: u64,
+    options: &Options,
+    progress: &(dyn Fn(&str) + Sync),
+) -> SeedRecord {
+    let started = Instant::now();
+    let run = format!("{}s{seed}", options.run_id);
+    let timeline = plan.timeline(seed);
+    let mut record = SeedRecord {
+        seed,
+        run: run.clone(),
+        verdict: Verdict::Invalid,
+        reason: None,
+        planned: timeline.occurrences.clone(),
+        faults: timeline
+            .occurrences
+            .iter()
+            .map(|o| FaultRecord {
+                phase: o.phase,
+                planned_ms: o.offset_ms,
+                action: o.action,
+                fault: o.fault.clone(),
+                text: o.text.clone(),
+                fired: false,
+                fired_ms: None,
+                during_load: false,
+                outcome: "not reached".into(),
+            })
+            .collect(),
+        wrong_rows: BTreeMap::new(),
+        summary: Vec::new(),
+        assertions: Vec::new(),
+        workload_ops: 0,
+        workload_failed: 0,
+        timings: Timings::default(),
+        diff_file: None,
+    };
+    if let Err(reason) = execute(stack, plan, seed, options, &run, &mut record, progress).await {
+        record.verdict = Verdict::Invalid;
+        record.reason = Some(reason);
+    }
+    record.timings.total_ms = millis(started.elapsed());
+    record
+}
+
+#[allow(clippy::too_many_lines)] // one seed's data flow, read top to bottom
+async fn execute(
+    stack: &Stack,
+    plan: &Plan,
+    seed: u64,
+    options: &Options,
+    run: &str,
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
+    let ports = stack.ports().map_err(|e| e.to_string())?;
+    let database = lossproof_runtime::stack::SOURCE_DATABASE;
+    let orders = &crate::workloads::WORKLOADS[0];
+    let names = CaptureNames::for_run(run);
+    let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
+        .await
+        .map_err(|e| format!("source database: {e}"))?;
+    let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
+    progress("preparing: source tables, connector, consumers");
+    source
+        .batch_execute(&workload::ddl(orders, full))
+        .await
+        .map_err(|e| format!("create the source tables: {e}"))?;
+    let tables: Vec<String> = orders.tables.iter().map(|t| format!("public.{}", t.name)).collect();
+    let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let config = debezium::config(&names, &ports, database, &table_refs, Encoding::Avro);
+    let connect = ConnectClient::new(ports.connect);
+    debezium::start(&connect, &names, &config, &source, Duration::from_mins(2))
+        .await
+        .map_err(|e| format!("start the connector: {e}"))?;
+
+    let logs = stack.state().root().join("runs").join(run);
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let mut consumers = BTreeMap::new();
+    for kind in &options.consumers {
+        let mut consumer = Supervised::new(
+            kind,
+            options.program.clone(),
+            consumer_args(kind, run, options, plan),
+            logs.join(format!("{kind}.log")),
+        );
+        consumer.start().map_err(|e| format!("start consumer {kind}: {e}"))?;
+        consumers.insert(kind.clone(), consumer);
+    }
+    let consumers = tokio::sync::Mutex::new(consumers);
+    let ctx = Ctx {
+        stack,
+        ports,
+        source: &source,
+        connect: &connect,
+        names: &names,
+        connector_config: &config,
+        workload: orders,
+        consumers: &consumers,
+    };
+
+    // Phases: the workload runs, faults fire at their offsets meanwhile.
+    let seed_start = Instant::now();
+    let mut drain_limit = Duration::from_mins(2);
+    for (index, phase) in plan.phases.iter().enumerate() {
+        let (duration_ms, load) = match phase {
+            Phase::Load { duration_ms, .. } => (*duration_ms, true),
+            Phase::Quiet { duration_ms, .. } => (*duration_ms, false),
+            Phase::Drain { timeout_ms, .. } => {
+                drain_limit = Duration::from_millis(*timeout_ms);
+                continue;
+            }
+        };
+        progress(&format!("phase {}: {}", index + 1, phase.describe()));
+        let phase_start = Instant::now();
+        let duration = Duration::from_millis(duration_ms);
+        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+        let workload = load.then(|| {
+            let plan = plan.workload.clone();
+            tokio::spawn(async move {
+                workload::run(&plan, seed, ports.source_postgres, database, duration, stop).await
+            })
+        });
+        for (i, occurrence) in record.planned.iter().enumerate().filter(|(_, o)| o.phase == index) {
+            tokio::time::sleep_until((phase_start + Duration::from_millis(occurrence.offset_ms)).into()).await;
+            let action = &plan.actions[occurrence.action];
+            let entry = &mut record.faults[i];
+            if let Some(chance) = action.chance_percent
+                && !draw(seed, occurrence.action, i, chance)
+            {
+                entry.outcome = format!("not fired: the {chance}% chance said no");
+                continue;
+            }
+            entry.during_load = workload.as_ref().is_some_and(|w| !w.is_finished());
+            entry.fired_ms = Some(millis(seed_start.elapsed()));
+            let fire = fault::find(&action.fault).ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
+            let outcome = tokio::time::timeout(Duration::from_mins(2), fire(&ctx, action))
+                .await
+                .unwrap_or_else(|_| Err("did not finish within 2 min".into()));
+            entry.fired = outcome.is_ok();
+            entry.outcome = outcome.unwrap_or_else(|why| format!("not fired: {why}"));
+            progress(&format!(
+                "+{:.1}s {}: {}",
+                Duration::from_millis(entry.fired_ms.unwrap_or(0)).as_secs_f64(),
+                entry.text,
+                entry.outcome
+            ));
+        }
+        match workload {
+            Some(handle) => {
+                let report = handle
+                    .await
+                    .map_err(|e| format!("workload: {e}"))?
+                    .map_err(|e| format!("workload: {e}"))?;
+                record.workload_ops += report.ops;
+                record.workload_failed += report.failed;
+            }
+            None => tokio::time::sleep_until((phase_start + duration).into()).await,
+        }
+    }
+    record.timings.load_ms = millis(seed_start.elapsed());
+
+    // The pipeline must be able to finish: stopped or paused consumers run again.
+    for consumer in consumers.lock().await.values_mut() {
+        consumer.resume();
+        consumer.start().map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
+    }
+    progress("draining");
+    let drain_start = Instant::now();
+    let final_lsn = debezium::current_lsn(&source).await.map_err(|e| e.to_string())?;
+    let positions: Vec<gate::ConsumerPosition> = options
+        .consumers
+        .iter()
+        .map(|c| gate::ConsumerPosition {
+            consumer: c.clone(),
+            group: crate::consumer::group(c, &names),
+            topics: crate::consumer::topics(&names, orders),
+        })
+        .collect();
+    let gated = gate::wait_scoreable(&connect, &names, &source, final_lsn, ports.broker, &positions, drain_limit).await;
+    record.timings.drain_ms = millis(drain_start.elapsed());
+    for consumer in consumers.lock().await.values_mut() {
+        consumer.terminate(Duration::from_secs(30));
+    }
+    let result = match gated {
+        Err(invalid) => Err(format!("{invalid}")),
+        Ok(()) => {
+            progress("reconciling");
+            let reconcile_start = Instant::now();
+            let scored = score(stack, plan, options, &names, &source, record).await;
+            record.timings.reconcile_ms = millis(reconcile_start.elapsed());
+            scored
+        }
+    };
+    cleanup(stack, &connect, &names, &source, options, record.verdict, ports.broker).await;
+    result
+}
+
+/// Reconcile, evaluate the assertions, set the verdict.
+async fn score(
+    stack: &Stack,
+    plan: &Plan,
+    options: &Options,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    record: &mut SeedRecord,
+) -> Result<(), String> {
+    let lake = Lake::open(stack.state().root()).await.map_err(|e| e.to_string())?;
+    let lakes: Vec<ConsumerLake> = options
+        .consumers
+        .iter()
+        .map(|c| ConsumerLake {
+            consumer: c.clone(),
+            namespace: crate::consumer::namespace(c, names),
+            views: std::collections::HashMap::new(),
+        })
+        .collect();
+    let tables: Vec<&str> = crate::workloads::WORKLOADS[0].tables.iter().map(|t| t.name).collect();
+    let scored = reconcile::reconcile(source, &lake, &tables, &lakes).await?;
+    for consumer in &options.consumers {
+        record.wrong_rows.insert(consumer.clone(), scored.wrong_rows(consumer));
+    }
+    record.summary.clone_from(&scored.summary);
+    let ctx = scored.session(&[("faults", faults_batch(&record.faults))])?;
+    let not_under_test: Vec<&String> = plan.consumers.iter().filter(|c| !options.consumers.contains(c)).collect();
+    for assertion in &plan.assertions {
+        let skipped = not_under_test.iter().find(|c| assertion.sql.contains(&format!("'{c}'")));
+        let entry = if let Some(c) = skipped {
+            AssertionRecord {
+                name: assertion.name.clone(),
+                sql: assertion.sql.clone(),
+                passed: None,
+                got: None,
+                note: Some(format!("not evaluated: consumer {c} is not under test")),
+            }
+        } else {
+            match reconcile::assert_sql(&ctx, &assertion.sql, &assertion.expect).await {
+                Ok(v) => AssertionRecord {
+                    name: assertion.name.clone(),
+                    sql: assertion.sql.clone(),
+                    passed: Some(v.passed),
+                    got: Some(v.got),
+                    note: None,
+                },
+                Err(e) => AssertionRecord {
+                    name: assertion.name.clone(),
+                    sql: assertion.sql.clone(),
+                    passed: Some(false),
+                    got: None,
+                    note: Some(format!("the query failed: {e}")),
+                },
+            }
+        };
+        record.assertions.push(entry);
+    }
+    let failed: Vec<&str> = record
+        .assertions
+        .iter()
+        .filter(|a| a.passed == Some(false))
+        .map(|a| a.name.as_str())
+        .collect();
+    if failed.is_empty() {
+        record.verdict = Verdict::Pass;
+    } else {
+        record.verdict = Verdict::Fail;
+        record.reason = Some(format!("failed: {}", failed.join("; ")));
+        if options.keep {
+            let path = stack.state().root().join("runs").join(&record.run).join("diff.json");
+            let text = serde_json::to_string_pretty(&scored.diff).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            record.diff_file = Some(path);
+        }
+    }
+    Ok(())
+}
+
+/// Remove what the seed created (the lake only when it is not kept).
+async fn cleanup(
+    stack: &Stack,
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    options: &Options,
+    verdict: Verdict,
+    broker: u16,
+) {
+    let _ = debezium::remove(connect, names, source).await;
+    let _ = delete_topics(broker, &names.topic_prefix).await;
+    if options.keep && verdict != Verdict::Pass {
+        return;
+    }
+    if let Ok(lake) = Lake::open(stack.state().root()).await {
+        for consumer in &options.consumers {
+            let _ = lake.drop_namespace(&crate::consumer::namespace(consumer, names)).await;
+        }
+    }
+}
+
+/// Delete every topic whose name starts with `prefix.`.
+async fn delete_topics(broker: u16, prefix: &str) -> Result<(), String> {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .create()
+        .map_err(|e| e.to_string())?;
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    let topics: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .filter(|t| t.starts_with(&format!("{prefix}.")))
+        .collect();
+    if topics.is_empty() {
+        return Ok(());
+    }
+    let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+    admin
+        .delete_topics(&refs, &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// `consumer KIND --run RUN --state STATE` plus the scenario's settings.
+fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "consumer".into(),
+        kind.into(),
+        "--run".into(),
+        run.into(),
+        "--state".into(),
+        options.state.clone().into(),
+    ];
+    if let Some(SettingValue::Count(n)) = plan.settings.get("consumer_batch") {
+        args.extend(["--batch".into(), n.to_string().into()]);
+    }
+    if kind == "careless"
+        && let Some(SettingValue::DurationMs(ms)) = plan.settings.get("autocommit_interval")
+    {
+        args.extend(["--auto-commit-ms".into(), ms.to_string().into()]);
+    }
+    args
+}
+
+/// Whether occurrence `nth` of `action` fires under a `chance` percent:
+/// drawn from the seed, so a seed always decides the same way.
+fn draw(seed: u64, action: usize, nth: usize, chance: f64) -> bool {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6c6f_7373_7072_6f6f);
+    rng.set_stream(((action as u64) << 32) | nth as u64);
+    (rng.next_u64() % 10_000) as f64 / 100.0 < chance
+}
+
+/// The `faults` table.
+#[must_use]
+pub fn faults_batch(faults: &[FaultRecord]) -> RecordBatch {
+    use arrow_schema::{DataType, Field, Schema};
+    let columns: Vec<(Field, ArrayRef)> = vec![
+        (Field::new("phase", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.phase as u64).collect::<UInt64Array>())),
+        (Field::new("planned_ms", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.planned_ms).collect::<UInt64Array>())),
+        (Field::new("action", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.action as u64).collect::<UInt64Array>())),
+        (Field::new("fault", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.fault.as_str())).collect::<StringArray>())),
+        (Field::new("text", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.text.as_str())).collect::<StringArray>())),
+        (Field::new("fired", DataType::Boolean, false), Arc::new(faults.iter().map(|f| Some(f.fired)).collect::<BooleanArray>())),
+        (Field::new("fired_ms", DataType::UInt64, true), Arc::new(faults.iter().map(|f| f.fired_ms).collect::<UInt64Array>())),
+        (Field::new("during_load", DataType::Boolean, false), Arc::new(faults.iter().map(|f| Some(f.during_load)).collect::<BooleanArray>())),
+        (Field::new("outcome", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.outcome.as_str())).collect::<StringArray>())),
+    ];
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("faults columns agree")
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
