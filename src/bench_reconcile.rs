@@ -34,8 +34,8 @@ const LAKE_COPY: &str = "bench_rows_lake";
 /// The Iceberg namespace of the lake side.
 const NAMESPACE: &str = "bench_reconcile";
 /// Rows per Arrow batch, and per Parquet data file (at most).
-const BATCH_ROWS: u64 = 131_072;
-const FILE_ROWS: u64 = 1_048_576;
+const BATCH_ROWS: i64 = 131_072;
+const FILE_ROWS: i64 = 1_048_576;
 /// `at` = this epoch second + 7 s per id, plus `id % 1e6` microseconds.
 const EPOCH_SECONDS: i64 = 1_704_067_200;
 
@@ -75,7 +75,7 @@ enum Fate {
     Extra,
 }
 
-fn fate(id: u64) -> Fate {
+fn fate(id: i64) -> Fate {
     if id % 100 != 0 {
         return Fate::Same;
     }
@@ -146,19 +146,18 @@ fn iceberg_schema() -> Result<Schema, String> {
 /// skipped, changed amounts, extra rows at `id + n`).
 fn lake_batch(
     schema: &SchemaRef,
-    ids: std::ops::Range<u64>,
-    n: u64,
+    ids: std::ops::Range<i64>,
+    n: i64,
 ) -> Result<RecordBatch, String> {
     let mut id_b = Int64Builder::new();
     let mut name_b = StringBuilder::new();
     let mut amount_b = Decimal128Builder::new();
     let mut at_b = TimestampMicrosecondBuilder::new();
-    let mut push = |id: u64, bump: i128| {
-        let signed = id as i64;
-        id_b.append_value(signed);
+    let mut push = |id: i64, bump: i128| {
+        id_b.append_value(id);
         name_b.append_value(format!("name-{id}"));
         amount_b.append_value(i128::from((id * 7919) % 10_000_000) + bump);
-        at_b.append_value((EPOCH_SECONDS + signed * 7) * 1_000_000 + signed % 1_000_000);
+        at_b.append_value((EPOCH_SECONDS + id * 7) * 1_000_000 + id % 1_000_000);
     };
     for id in ids {
         match fate(id) {
@@ -252,23 +251,12 @@ async fn measure(
         planted.total()
     );
     clean_up(source, lake).await?;
-
     let started = Instant::now();
-    let sql = format!(
-        "CREATE TABLE {TABLE} (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz);\n\
-         INSERT INTO {TABLE} {};\n\
-         ANALYZE {TABLE};",
-        source_select(n, false)
-    );
-    source
-        .batch_execute(&sql)
-        .await
-        .map_err(|e| format!("create {TABLE}: {e}"))?;
+    create_pg_table(source, TABLE, &source_select(n, false)).await?;
     eprintln!(
         "bench: source table in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-
     let started = Instant::now();
     let lake_rows = write_lake(lake, n).await?;
     eprintln!(
@@ -276,97 +264,14 @@ async fn measure(
         started.elapsed().as_secs_f64()
     );
 
-    let mut results = Vec::new();
-    let mut ok = true;
-
-    // The reconciler.
-    reset_peak_rss();
-    let consumer = ConsumerLake {
-        consumer: "bench".into(),
-        namespace: NAMESPACE.into(),
-        views: std::collections::HashMap::new(),
-    };
-    let started = Instant::now();
-    let found = reconcile::reconcile(source, lake, &[TABLE], &[consumer]).await?;
-    let seconds = started.elapsed().as_secs_f64();
-    let counts = &found
-        .summary
-        .first()
-        .ok_or("the reconciler returned no summary")?
-        .counts;
-    let kind = |k: DiffKind| counts.by_kind.get(&k).copied().unwrap_or(0);
-    let got = Planted {
-        missing: kind(DiffKind::Missing),
-        wrong: kind(DiffKind::Wrong),
-        extra: kind(DiffKind::Extra),
-    };
-    let exact = got == planted && counts.wrong == planted.total();
-    println!(
-        "reconciler, {n} rows: planted {} differences ({} missing, {} wrong, {} extra), found {} ({} missing, {} wrong, {} extra){}",
-        planted.total(),
-        planted.missing,
-        planted.wrong,
-        planted.extra,
-        counts.wrong,
-        got.missing,
-        got.wrong,
-        got.extra,
-        if exact { "" } else { "  <-- MISMATCH" }
-    );
-    ok &= exact;
-    drop(found);
-    results.push(Measured {
-        method: "lossproof reconcile".into(),
-        rows: n,
-        seconds,
-        note: peak_rss().map_or_else(String::new, |mb| format!("peak RSS {mb} MB")),
-    });
-
-    // The raw read cost: COPY out of the source + a DataFusion scan of the lake.
-    let started = Instant::now();
-    let (copied, bytes) = copy_out(source).await?;
-    let copy_secs = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let scanned = scan_lake(lake).await?;
-    let scan_secs = started.elapsed().as_secs_f64();
-    if copied != n || scanned != lake_rows {
-        println!(
-            "raw read: COPY gave {copied} rows (expected {n}), the scan {scanned} (expected {lake_rows})"
-        );
-        ok = false;
-    }
-    results.push(Measured {
-        method: "COPY source TO STDOUT".into(),
-        rows: copied,
-        seconds: copy_secs,
-        note: format!("{:.0} MB of text", bytes as f64 / 1e6),
-    });
-    results.push(Measured {
-        method: "DataFusion scan of the lake".into(),
-        rows: scanned,
-        seconds: scan_secs,
-        note: String::new(),
-    });
-    results.push(Measured {
-        method: "raw read (COPY + scan)".into(),
-        rows: n,
-        seconds: copy_secs + scan_secs,
-        note: String::new(),
-    });
-
-    // reladiff: the source table against a PostgreSQL copy of the lake side.
+    let (reconciler, mut ok) = time_reconciler(source, lake, n, planted).await?;
+    let mut results = vec![reconciler];
+    let (raw, raw_ok) = time_raw_read(source, lake, n, lake_rows).await?;
+    results.extend(raw);
+    ok &= raw_ok;
     if let Some(reladiff) = reladiff {
         let started = Instant::now();
-        let sql = format!(
-            "CREATE TABLE {LAKE_COPY} (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz);\n\
-             INSERT INTO {LAKE_COPY} {};\n\
-             ANALYZE {LAKE_COPY};",
-            source_select(n, true)
-        );
-        source
-            .batch_execute(&sql)
-            .await
-            .map_err(|e| format!("create {LAKE_COPY}: {e}"))?;
+        create_pg_table(source, LAKE_COPY, &source_select(n, true)).await?;
         eprintln!(
             "bench: PostgreSQL copy of the lake side in {:.1}s",
             started.elapsed().as_secs_f64()
@@ -407,6 +312,117 @@ async fn measure(
     Ok(ok)
 }
 
+/// `CREATE TABLE name` of the bench's columns, filled by `select`.
+async fn create_pg_table(
+    source: &tokio_postgres::Client,
+    name: &str,
+    select: &str,
+) -> Result<(), String> {
+    let sql = format!(
+        "CREATE TABLE {name} (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz);\n\
+         INSERT INTO {name} {select};\n\
+         ANALYZE {name};"
+    );
+    source
+        .batch_execute(&sql)
+        .await
+        .map_err(|e| format!("create {name}: {e}"))
+}
+
+/// `reconcile::reconcile` over the bench tables: its line of the table, and
+/// whether it found exactly the planted differences.
+async fn time_reconciler(
+    source: &tokio_postgres::Client,
+    lake: &Lake,
+    n: u64,
+    planted: Planted,
+) -> Result<(Measured, bool), String> {
+    reset_peak_rss();
+    let consumer = ConsumerLake {
+        consumer: "bench".into(),
+        namespace: NAMESPACE.into(),
+        views: std::collections::HashMap::new(),
+    };
+    let started = Instant::now();
+    let found = reconcile::reconcile(source, lake, &[TABLE], &[consumer]).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let counts = &found
+        .summary
+        .first()
+        .ok_or("the reconciler returned no summary")?
+        .counts;
+    let kind = |k: DiffKind| counts.by_kind.get(&k).copied().unwrap_or(0);
+    let got = Planted {
+        missing: kind(DiffKind::Missing),
+        wrong: kind(DiffKind::Wrong),
+        extra: kind(DiffKind::Extra),
+    };
+    let exact = got == planted && counts.wrong == planted.total();
+    println!(
+        "reconciler, {n} rows: planted {} differences ({} missing, {} wrong, {} extra), \
+         found {} ({} missing, {} wrong, {} extra){}",
+        planted.total(),
+        planted.missing,
+        planted.wrong,
+        planted.extra,
+        counts.wrong,
+        got.missing,
+        got.wrong,
+        got.extra,
+        if exact { "" } else { "  <-- MISMATCH" }
+    );
+    let measured = Measured {
+        method: "lossproof reconcile".into(),
+        rows: n,
+        seconds,
+        note: peak_rss().map_or_else(String::new, |mb| format!("peak RSS {mb} MB")),
+    };
+    Ok((measured, exact))
+}
+
+/// The raw read cost: COPY out of the source + a DataFusion scan of the
+/// lake; and whether both read every row.
+async fn time_raw_read(
+    source: &tokio_postgres::Client,
+    lake: &Lake,
+    n: u64,
+    lake_rows: u64,
+) -> Result<(Vec<Measured>, bool), String> {
+    let started = Instant::now();
+    let (copied, bytes) = copy_out(source).await?;
+    let copy_secs = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let scanned = scan_lake(lake).await?;
+    let scan_secs = started.elapsed().as_secs_f64();
+    let ok = copied == n && scanned == lake_rows;
+    if !ok {
+        println!(
+            "raw read: COPY gave {copied} rows (expected {n}), the scan {scanned} (expected {lake_rows})"
+        );
+    }
+    let measured = vec![
+        Measured {
+            method: "COPY source TO STDOUT".into(),
+            rows: copied,
+            seconds: copy_secs,
+            note: format!("{:.0} MB of text", bytes as f64 / 1e6),
+        },
+        Measured {
+            method: "DataFusion scan of the lake".into(),
+            rows: scanned,
+            seconds: scan_secs,
+            note: String::new(),
+        },
+        Measured {
+            method: "raw read (COPY + scan)".into(),
+            rows: n,
+            seconds: copy_secs + scan_secs,
+            note: String::new(),
+        },
+    ];
+    Ok((measured, ok))
+}
+
 /// Create the lake table afresh and write the lake side into it in Arrow
 /// chunks, one commit. Returns its row count.
 async fn write_lake(lake: &Lake, n: u64) -> Result<u64, String> {
@@ -429,6 +445,7 @@ async fn write_lake(lake: &Lake, n: u64) -> Result<u64, String> {
     );
     let mut files = Vec::new();
     let mut rows = 0;
+    let n = i64::try_from(n).map_err(|e| e.to_string())?;
     let mut first = 1;
     while first <= n {
         let file_end = (first + FILE_ROWS).min(n + 1);
@@ -467,8 +484,10 @@ async fn copy_out(source: &tokio_postgres::Client) -> Result<(u64, usize), Strin
         .await
         .map_err(|e| format!("COPY {TABLE}: {e}"))?
     {
+        // PostgreSQL sends each row of a COPY TO as one CopyData message
+        // (one chunk here): count the chunks that end a line, not bytes.
         bytes += chunk.len();
-        rows += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        rows += u64::from(chunk.last() == Some(&b'\n'));
     }
     Ok((rows, bytes))
 }
@@ -620,7 +639,7 @@ mod tests {
     fn planted_counts_follow_the_fates() {
         for n in [0, 99, 100, 300, 1_000, 12_345, 1_000_000] {
             let mut counted = Planted::default();
-            for id in 1..=n {
+            for id in 1..=i64::try_from(n).unwrap() {
                 match fate(id) {
                     Fate::Same => {}
                     Fate::Missing => counted.missing += 1,

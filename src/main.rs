@@ -152,6 +152,32 @@ enum Command {
     },
 }
 
+/// With `RUST_BACKTRACE=1` in the environment (common on developer
+/// machines), every `iceberg::Error` captures a backtrace when it is created,
+/// and iceberg-rust creates (and drops) errors on hot read paths: measured
+/// here, a reconcile spent most of its time in `_Unwind_Backtrace`. Panics
+/// keep their backtraces; error values do not need them. The variable that
+/// controls only the latter, `RUST_LIB_BACKTRACE`, is read once per process
+/// and cannot be set safely once threads may exist, so the process re-executes
+/// itself once with it set to 0 (same pid, same arguments and stdio).
+fn without_error_backtraces() {
+    use std::os::unix::process::CommandExt as _;
+    if std::env::var_os("RUST_BACKTRACE").is_none()
+        || std::env::var_os("RUST_LIB_BACKTRACE").is_some()
+    {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let error = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("RUST_LIB_BACKTRACE", "0")
+        .exec();
+    // exec only returns on failure: carry on with backtraces.
+    eprintln!("note: could not re-execute without error backtraces: {error}");
+}
+
 #[derive(Subcommand)]
 enum BenchWhat {
     /// The careless consumer's apply rate (records/s, topic to committed
@@ -209,7 +235,23 @@ enum ConsumerKind {
     },
 }
 
+fn bench(what: BenchWhat) -> Result<bool, String> {
+    match what {
+        BenchWhat::Careless {
+            state,
+            seconds,
+            rate,
+        } => bench_cli::careless(&state, seconds, rate),
+        BenchWhat::Reconcile {
+            state,
+            rows,
+            no_reladiff,
+        } => bench_reconcile::reconcile(&state, &rows, !no_reladiff),
+    }
+}
+
 fn main() -> ExitCode {
+    without_error_backtraces();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { files } => check::run(&files),
@@ -251,22 +293,7 @@ fn main() -> ExitCode {
             linger_ms,
             auto_commit_ms,
         }),
-        Command::Bench {
-            what:
-                BenchWhat::Careless {
-                    state,
-                    seconds,
-                    rate,
-                },
-        } => bench_cli::careless(&state, seconds, rate),
-        Command::Bench {
-            what:
-                BenchWhat::Reconcile {
-                    state,
-                    rows,
-                    no_reladiff,
-                },
-        } => bench_reconcile::reconcile(&state, &rows, !no_reladiff),
+        Command::Bench { what } => bench(what),
         Command::Run {
             file,
             seeds,

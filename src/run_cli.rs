@@ -36,11 +36,16 @@ struct RunRecord<'a> {
 
 /// `7`, `1..50` (inclusive), `1,4,9`, or a mix (`1..3,9`).
 pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
-    let bad = |part: &str| format!("--seeds: `{part}` is not a seed (7), a range (1..50) or a list (1,4,9)");
+    let bad = |part: &str| {
+        format!("--seeds: `{part}` is not a seed (7), a range (1..50) or a list (1,4,9)")
+    };
     let mut seeds = Vec::new();
     for part in spec.split(',').map(str::trim) {
         if let Some((a, b)) = part.split_once("..") {
-            let (a, b): (u64, u64) = (a.parse().map_err(|_| bad(part))?, b.parse().map_err(|_| bad(part))?);
+            let (a, b): (u64, u64) = (
+                a.parse().map_err(|_| bad(part))?,
+                b.parse().map_err(|_| bad(part))?,
+            );
             if a > b {
                 return Err(format!("--seeds: the range `{part}` is empty"));
             }
@@ -54,8 +59,8 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
     Ok(seeds)
 }
 
-pub fn run(args: &Args<'_>) -> Result<bool, String> {
-    let seeds = parse_seeds(args.seeds)?;
+/// The plan, if it can be run as asked; every refusal says why.
+fn preflight(args: &Args<'_>) -> Result<(lossproof_lang::Plan, Vec<String>), String> {
     let analysis = scenario::analyze(args.file)?;
     scenario::print_diagnostics(&analysis);
     let plan = analysis
@@ -69,17 +74,40 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
             missing.join(", ")
         ));
     }
-    let consumers: Vec<String> = args.consumers.map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
-    if let Some(c) = consumers.iter().find(|c| !IMPLEMENTED_CONSUMERS.contains(&c.as_str())) {
+    if let Some(lossproof_lang::plan::SettingValue::Count(n)) = plan.settings.get("partitions")
+        && *n != 1
+    {
+        return Err(format!(
+            "{}: `set partitions {n}` is not supported by the local stack yet (topics have 1 partition); nothing was run",
+            args.file.display()
+        ));
+    }
+    let consumers: Vec<String> = args
+        .consumers
+        .map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
+    if let Some(c) = consumers
+        .iter()
+        .find(|c| !IMPLEMENTED_CONSUMERS.contains(&c.as_str()))
+    {
         return Err(format!(
             "consumer {c} does not exist as a program yet; run the others with --consumers {}",
             IMPLEMENTED_CONSUMERS.join(",")
         ));
     }
+    Ok((plan, consumers))
+}
+
+pub fn run(args: &Args<'_>) -> Result<bool, String> {
+    let seeds = parse_seeds(args.seeds)?;
+    let (plan, consumers) = preflight(args)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let run_id = format!("{}{stamp}", plan.scenario.replace(|c: char| !c.is_ascii_alphanumeric(), ""));
+    let run_id = format!(
+        "{}{stamp}",
+        plan.scenario
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+    );
     let options = run::Options {
         state: args.state.to_path_buf(),
         program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
@@ -137,9 +165,16 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         consumers: &consumers,
         results: &results,
     };
-    let out: PathBuf = args
-        .out
-        .map_or_else(|| stack.state().root().join("runs").join(format!("{run_id}.json")), Path::to_path_buf);
+    let out: PathBuf = args.out.map_or_else(
+        || {
+            stack
+                .state()
+                .root()
+                .join("runs")
+                .join(format!("{run_id}.json"))
+        },
+        Path::to_path_buf,
+    );
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -149,7 +184,10 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
     if results.iter().any(|r| r.verdict == Verdict::Invalid) {
         return Err(format!(
             "{} of {} seeds INVALID (not scored)",
-            results.iter().filter(|r| r.verdict == Verdict::Invalid).count(),
+            results
+                .iter()
+                .filter(|r| r.verdict == Verdict::Invalid)
+                .count(),
             results.len()
         ));
     }
@@ -158,18 +196,31 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
 
 fn seed_line(record: &SeedRecord) -> String {
     let fired = record.faults.iter().filter(|f| f.fired).count();
-    let wrong: Vec<String> = record.wrong_rows.iter().map(|(c, n)| format!("{c} {n} wrong")).collect();
+    let wrong: Vec<String> = record
+        .wrong_rows
+        .iter()
+        .map(|(c, n)| format!("{c} {n} wrong"))
+        .collect();
     let mut line = format!(
         "{:?} in {:.1}s: {} of {} faults fired ({} during load), {}",
         record.verdict,
         record.timings.total_ms as f64 / 1000.0,
         fired,
         record.faults.len(),
-        record.faults.iter().filter(|f| f.fired && f.during_load).count(),
-        if wrong.is_empty() { "not scored".to_owned() } else { wrong.join(", ") }
+        record
+            .faults
+            .iter()
+            .filter(|f| f.fired && f.during_load)
+            .count(),
+        if wrong.is_empty() {
+            "not scored".to_owned()
+        } else {
+            wrong.join(", ")
+        }
     );
     if let Some(reason) = &record.reason {
-        line.push_str(&format!(" — {reason}"));
+        line.push_str(" — ");
+        line.push_str(reason);
     }
     line
 }
@@ -177,19 +228,49 @@ fn seed_line(record: &SeedRecord) -> String {
 /// Per consumer: wrong rows by seed, the distribution, the worst seed.
 fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
     println!();
-    println!("{:<6} {:<8} {:>8} {:>7}  {}", "SEED", "VERDICT", "FAULTS", "", "WRONG ROWS");
+    println!("{:<6} {:<8} {:>8}  WRONG ROWS", "SEED", "VERDICT", "FAULTS");
     for r in results {
         let wrong: Vec<String> = consumers
             .iter()
-            .map(|c| r.wrong_rows.get(c).map_or_else(|| format!("{c} -"), |n| format!("{c} {n}")))
+            .map(|c| {
+                r.wrong_rows
+                    .get(c)
+                    .map_or_else(|| format!("{c} -"), |n| format!("{c} {n}"))
+            })
             .collect();
         println!(
-            "{:<6} {:<8} {:>8} {:>7}  {}",
+            "{:<6} {:<8} {:>8}  {}",
             r.seed,
             format!("{:?}", r.verdict).to_uppercase(),
-            format!("{}/{}", r.faults.iter().filter(|f| f.fired).count(), r.faults.len()),
-            "",
+            format!(
+                "{}/{}",
+                r.faults.iter().filter(|f| f.fired).count(),
+                r.faults.len()
+            ),
             wrong.join(", ")
+        );
+    }
+    let overheads: Vec<f64> = results
+        .iter()
+        .map(|r| r.timings.total_ms.saturating_sub(r.timings.load_ms) as f64 / 1000.0)
+        .collect();
+    if !overheads.is_empty() {
+        println!(
+            "per-seed overhead (wall time minus load): mean {:.1}s, max {:.1}s (drain {:.1}s, reconcile {:.1}s on average)",
+            overheads.iter().sum::<f64>() / overheads.len() as f64,
+            overheads.iter().copied().fold(0.0, f64::max),
+            results
+                .iter()
+                .map(|r| r.timings.drain_ms as f64)
+                .sum::<f64>()
+                / 1000.0
+                / results.len() as f64,
+            results
+                .iter()
+                .map(|r| r.timings.reconcile_ms as f64)
+                .sum::<f64>()
+                / 1000.0
+                / results.len() as f64,
         );
     }
     println!();

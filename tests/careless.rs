@@ -437,6 +437,7 @@ fn show(scored: &Reconciliation) -> String {
 
 /// Damage the clean careless lake on purpose, one key per kind, and check
 /// the reconciler names each damage, and nothing else.
+#[allow(clippy::too_many_lines)] // one key per kind, planted then checked
 async fn damage_is_named_by_kind(run: &Run) {
     use lossproof_runtime::change_event::{Cell, Row};
     use lossproof_runtime::lake::{Commit, write_data_files, write_equality_deletes};

@@ -535,7 +535,9 @@ fn deletes_then_appends_keep_exactly_the_new_versions() {
         assert_eq!(scan(&lake, "orders").await, expected);
         assert_eq!(total(&table, "total-equality-deletes"), 4);
 
-        // DataFusion (a fresh session) applies the deletes the same way.
+        // A fresh DataFusion session reads through lossproof's own
+        // equality-delete application (runtime/src/lake/read.rs): it must
+        // agree with iceberg-rust's scan above, sequence numbers included.
         let ctx = lake.session(&[NS]).await.expect("session");
         let batches = ctx
             .sql("SELECT id, v FROM layer.orders ORDER BY id")

@@ -9,5 +9,6 @@ mod language;
 mod lsp;
 mod properties;
 mod registry;
+mod run;
 mod stack;
 mod support;

@@ -50,6 +50,7 @@ use parquet::file::properties::WriterProperties;
 use crate::error::{Error, IoContext as _, Result};
 
 mod commit;
+pub mod read;
 mod maintenance;
 mod schema;
 mod sql;

@@ -45,7 +45,10 @@ impl Supervised {
         if self.running() {
             return Ok(());
         }
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
         let child = Command::new(&self.program)
             .args(&self.args)
             .process_group(0)
@@ -123,7 +126,9 @@ impl Supervised {
 
     /// SIGSTOP: it freezes, holding its connections. False if not running.
     pub fn pause(&mut self) -> bool {
-        let Some(group) = self.group().filter(|_| !self.paused) else { return false };
+        let Some(group) = self.group().filter(|_| !self.paused) else {
+            return false;
+        };
         let paused = killpg(group, Signal::SIGSTOP).is_ok();
         self.paused = paused;
         paused
@@ -131,7 +136,9 @@ impl Supervised {
 
     /// SIGCONT after a pause. False if it was not paused.
     pub fn resume(&mut self) -> bool {
-        let Some(group) = self.group().filter(|_| self.paused) else { return false };
+        let Some(group) = self.group().filter(|_| self.paused) else {
+            return false;
+        };
         let resumed = killpg(group, Signal::SIGCONT).is_ok();
         self.paused = !resumed;
         resumed

@@ -192,7 +192,11 @@ async fn execute(
         .batch_execute(&workload::ddl(orders, full))
         .await
         .map_err(|e| format!("create the source tables: {e}"))?;
-    let tables: Vec<String> = orders.tables.iter().map(|t| format!("public.{}", t.name)).collect();
+    let tables: Vec<String> = orders
+        .tables
+        .iter()
+        .map(|t| format!("public.{}", t.name))
+        .collect();
     let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
     let config = debezium::config(&names, &ports, database, &table_refs, Encoding::Avro);
     let connect = ConnectClient::new(ports.connect);
@@ -210,7 +214,9 @@ async fn execute(
             consumer_args(kind, run, options, plan),
             logs.join(format!("{kind}.log")),
         );
-        consumer.start().map_err(|e| format!("start consumer {kind}: {e}"))?;
+        consumer
+            .start()
+            .map_err(|e| format!("start consumer {kind}: {e}"))?;
         consumers.insert(kind.clone(), consumer);
     }
     let consumers = tokio::sync::Mutex::new(consumers);
@@ -247,8 +253,16 @@ async fn execute(
                 workload::run(&plan, seed, ports.source_postgres, database, duration, stop).await
             })
         });
-        for (i, occurrence) in record.planned.iter().enumerate().filter(|(_, o)| o.phase == index) {
-            tokio::time::sleep_until((phase_start + Duration::from_millis(occurrence.offset_ms)).into()).await;
+        for (i, occurrence) in record
+            .planned
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.phase == index)
+        {
+            tokio::time::sleep_until(
+                (phase_start + Duration::from_millis(occurrence.offset_ms)).into(),
+            )
+            .await;
             let action = &plan.actions[occurrence.action];
             let entry = &mut record.faults[i];
             if let Some(chance) = action.chance_percent
@@ -259,7 +273,8 @@ async fn execute(
             }
             entry.during_load = workload.as_ref().is_some_and(|w| !w.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
-            let fire = fault::find(&action.fault).ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
+            let fire = fault::find(&action.fault)
+                .ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
             let outcome = tokio::time::timeout(Duration::from_mins(2), fire(&ctx, action))
                 .await
                 .unwrap_or_else(|_| Err("did not finish within 2 min".into()));
@@ -289,11 +304,15 @@ async fn execute(
     // The pipeline must be able to finish: stopped or paused consumers run again.
     for consumer in consumers.lock().await.values_mut() {
         consumer.resume();
-        consumer.start().map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
+        consumer
+            .start()
+            .map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
     }
     progress("draining");
     let drain_start = Instant::now();
-    let final_lsn = debezium::current_lsn(&source).await.map_err(|e| e.to_string())?;
+    let final_lsn = debezium::current_lsn(&source)
+        .await
+        .map_err(|e| e.to_string())?;
     let positions: Vec<gate::ConsumerPosition> = options
         .consumers
         .iter()
@@ -303,22 +322,39 @@ async fn execute(
             topics: crate::consumer::topics(&names, orders),
         })
         .collect();
-    let gated = gate::wait_scoreable(&connect, &names, &source, final_lsn, ports.broker, &positions, drain_limit).await;
+    let gated = gate::wait_scoreable(
+        &connect,
+        &names,
+        &source,
+        final_lsn,
+        ports.broker,
+        &positions,
+        drain_limit,
+    )
+    .await;
     record.timings.drain_ms = millis(drain_start.elapsed());
     for consumer in consumers.lock().await.values_mut() {
         consumer.terminate(Duration::from_secs(30));
     }
-    let result = match gated {
-        Err(invalid) => Err(format!("{invalid}")),
-        Ok(()) => {
-            progress("reconciling");
-            let reconcile_start = Instant::now();
-            let scored = score(stack, plan, options, &names, &source, record).await;
-            record.timings.reconcile_ms = millis(reconcile_start.elapsed());
-            scored
-        }
+    let result = if let Err(invalid) = gated {
+        Err(format!("{invalid}"))
+    } else {
+        progress("reconciling");
+        let reconcile_start = Instant::now();
+        let scored = score(stack, plan, options, &names, &source, record).await;
+        record.timings.reconcile_ms = millis(reconcile_start.elapsed());
+        scored
     };
-    cleanup(stack, &connect, &names, &source, options, record.verdict, ports.broker).await;
+    cleanup(
+        stack,
+        &connect,
+        &names,
+        &source,
+        options,
+        record.verdict,
+        ports.broker,
+    )
+    .await;
     result
 }
 
@@ -331,7 +367,9 @@ async fn score(
     source: &tokio_postgres::Client,
     record: &mut SeedRecord,
 ) -> Result<(), String> {
-    let lake = Lake::open(stack.state().root()).await.map_err(|e| e.to_string())?;
+    let lake = Lake::open(stack.state().root())
+        .await
+        .map_err(|e| e.to_string())?;
     let lakes: Vec<ConsumerLake> = options
         .consumers
         .iter()
@@ -341,16 +379,28 @@ async fn score(
             views: std::collections::HashMap::new(),
         })
         .collect();
-    let tables: Vec<&str> = crate::workloads::WORKLOADS[0].tables.iter().map(|t| t.name).collect();
+    let tables: Vec<&str> = crate::workloads::WORKLOADS[0]
+        .tables
+        .iter()
+        .map(|t| t.name)
+        .collect();
     let scored = reconcile::reconcile(source, &lake, &tables, &lakes).await?;
     for consumer in &options.consumers {
-        record.wrong_rows.insert(consumer.clone(), scored.wrong_rows(consumer));
+        record
+            .wrong_rows
+            .insert(consumer.clone(), scored.wrong_rows(consumer));
     }
     record.summary.clone_from(&scored.summary);
     let ctx = scored.session(&[("faults", faults_batch(&record.faults))])?;
-    let not_under_test: Vec<&String> = plan.consumers.iter().filter(|c| !options.consumers.contains(c)).collect();
+    let not_under_test: Vec<&String> = plan
+        .consumers
+        .iter()
+        .filter(|c| !options.consumers.contains(c))
+        .collect();
     for assertion in &plan.assertions {
-        let skipped = not_under_test.iter().find(|c| assertion.sql.contains(&format!("'{c}'")));
+        let skipped = not_under_test
+            .iter()
+            .find(|c| assertion.sql.contains(&format!("'{c}'")));
         let entry = if let Some(c) = skipped {
             AssertionRecord {
                 name: assertion.name.clone(),
@@ -391,7 +441,12 @@ async fn score(
         record.verdict = Verdict::Fail;
         record.reason = Some(format!("failed: {}", failed.join("; ")));
         if options.keep {
-            let path = stack.state().root().join("runs").join(&record.run).join("diff.json");
+            let path = stack
+                .state()
+                .root()
+                .join("runs")
+                .join(&record.run)
+                .join("diff.json");
             let text = serde_json::to_string_pretty(&scored.diff).map_err(|e| e.to_string())?;
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             record.diff_file = Some(path);
@@ -417,7 +472,9 @@ async fn cleanup(
     }
     if let Ok(lake) = Lake::open(stack.state().root()).await {
         for consumer in &options.consumers {
-            let _ = lake.drop_namespace(&crate::consumer::namespace(consumer, names)).await;
+            let _ = lake
+                .drop_namespace(&crate::consumer::namespace(consumer, names))
+                .await;
         }
     }
 }
@@ -445,7 +502,10 @@ async fn delete_topics(broker: u16, prefix: &str) -> Result<(), String> {
     }
     let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
     admin
-        .delete_topics(&refs, &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+        .delete_topics(
+            &refs,
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
@@ -481,19 +541,84 @@ fn draw(seed: u64, action: usize, nth: usize, chance: f64) -> bool {
 }
 
 /// The `faults` table.
+///
+/// # Panics
+/// Never: every column has one value per fault.
 #[must_use]
 pub fn faults_batch(faults: &[FaultRecord]) -> RecordBatch {
     use arrow_schema::{DataType, Field, Schema};
     let columns: Vec<(Field, ArrayRef)> = vec![
-        (Field::new("phase", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.phase as u64).collect::<UInt64Array>())),
-        (Field::new("planned_ms", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.planned_ms).collect::<UInt64Array>())),
-        (Field::new("action", DataType::UInt64, false), Arc::new(faults.iter().map(|f| f.action as u64).collect::<UInt64Array>())),
-        (Field::new("fault", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.fault.as_str())).collect::<StringArray>())),
-        (Field::new("text", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.text.as_str())).collect::<StringArray>())),
-        (Field::new("fired", DataType::Boolean, false), Arc::new(faults.iter().map(|f| Some(f.fired)).collect::<BooleanArray>())),
-        (Field::new("fired_ms", DataType::UInt64, true), Arc::new(faults.iter().map(|f| f.fired_ms).collect::<UInt64Array>())),
-        (Field::new("during_load", DataType::Boolean, false), Arc::new(faults.iter().map(|f| Some(f.during_load)).collect::<BooleanArray>())),
-        (Field::new("outcome", DataType::Utf8, false), Arc::new(faults.iter().map(|f| Some(f.outcome.as_str())).collect::<StringArray>())),
+        (
+            Field::new("phase", DataType::UInt64, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| f.phase as u64)
+                    .collect::<UInt64Array>(),
+            ),
+        ),
+        (
+            Field::new("planned_ms", DataType::UInt64, false),
+            Arc::new(faults.iter().map(|f| f.planned_ms).collect::<UInt64Array>()),
+        ),
+        (
+            Field::new("action", DataType::UInt64, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| f.action as u64)
+                    .collect::<UInt64Array>(),
+            ),
+        ),
+        (
+            Field::new("fault", DataType::Utf8, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| Some(f.fault.as_str()))
+                    .collect::<StringArray>(),
+            ),
+        ),
+        (
+            Field::new("text", DataType::Utf8, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| Some(f.text.as_str()))
+                    .collect::<StringArray>(),
+            ),
+        ),
+        (
+            Field::new("fired", DataType::Boolean, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| Some(f.fired))
+                    .collect::<BooleanArray>(),
+            ),
+        ),
+        (
+            Field::new("fired_ms", DataType::UInt64, true),
+            Arc::new(faults.iter().map(|f| f.fired_ms).collect::<UInt64Array>()),
+        ),
+        (
+            Field::new("during_load", DataType::Boolean, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| Some(f.during_load))
+                    .collect::<BooleanArray>(),
+            ),
+        ),
+        (
+            Field::new("outcome", DataType::Utf8, false),
+            Arc::new(
+                faults
+                    .iter()
+                    .map(|f| Some(f.outcome.as_str()))
+                    .collect::<StringArray>(),
+            ),
+        ),
     ];
     let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("faults columns agree")

@@ -1,15 +1,17 @@
 //! SQL over the lake with DataFusion.
 //!
-//! Providers are built FRESH for every [`Lake::session`]: iceberg-datafusion
+//! Tables are read FRESH for every [`Lake::session`] (iceberg-datafusion
 //! providers cache a table's schema and the table list, so a context kept
-//! across commits misses new columns and tables (ICEBERG.md).
+//! across commits would miss new columns and tables: ICEBERG.md), through
+//! [`super::read::visible_rows`] (equality deletes applied by hash lookup),
+//! into in-memory tables.
 
 use std::sync::Arc;
 
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider as _};
+use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use iceberg::{Catalog as _, NamespaceIdent};
-use iceberg_datafusion::IcebergStaticTableProvider;
 
 use super::Lake;
 
@@ -35,8 +37,20 @@ impl Lake {
                     .load_table(&ident)
                     .await
                     .map_err(|e| format!("load {ident}: {e}"))?;
-                let provider = IcebergStaticTableProvider::try_new_from_table(table)
+                let schema_ref = Arc::new(
+                    iceberg::arrow::schema_to_arrow_schema(table.metadata().current_schema())
+                        .map_err(|e| format!("{ident}: {e}"))?,
+                );
+                let batches = super::read::visible_rows(&table)
                     .await
+                    .map_err(|e| format!("read {ident}: {e}"))?
+                    .into_iter()
+                    .map(|b| {
+                        arrow_array::RecordBatch::try_new(schema_ref.clone(), b.columns().to_vec())
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("read {ident}: {e}"))?;
+                let provider = MemTable::try_new(schema_ref, vec![batches])
                     .map_err(|e| format!("read {ident}: {e}"))?;
                 schema
                     .register_table(ident.name().to_owned(), Arc::new(provider))

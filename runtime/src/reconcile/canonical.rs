@@ -73,33 +73,68 @@ impl Kind {
 
     /// Canonical form of the text [`Kind::source_expr`] produced.
     pub fn from_source_text(self, text: Option<&str>) -> Result<String, String> {
+        let mut out = String::new();
+        self.write_source_text(text, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Kind::from_source_text`], appended to `out` (nothing is appended
+    /// on an error). The reader's hot path: no allocation of its own.
+    pub fn write_source_text(self, text: Option<&str>, out: &mut String) -> Result<(), String> {
         let Some(t) = text else {
-            return Ok(NULL.to_owned());
+            out.push_str(NULL);
+            return Ok(());
         };
         let bad = || format!("`{t}` is not a valid {self:?} value");
-        Ok(match self {
-            Self::Int => t.parse::<i128>().map_err(|_| bad())?.to_string(),
-            Self::Decimal => decimal(t).ok_or_else(bad)?,
-            Self::Timestamptz => timestamp_micros(t.parse().map_err(|_| bad())?),
-            Self::Text => quoted(t),
-            Self::Bool => match t {
-                "true" | "t" => "true".into(),
-                "false" | "f" => "false".into(),
+        match self {
+            // PostgreSQL prints integers canonically: copy them as they are.
+            Self::Int if is_canonical_int(t) => out.push_str(t),
+            Self::Int => {
+                let _ = write!(out, "{}", t.parse::<i128>().map_err(|_| bad())?);
+            }
+            Self::Decimal => {
+                if !decimal_into(t, out) {
+                    return Err(bad());
+                }
+            }
+            Self::Timestamptz => timestamp_micros_into(t.parse().map_err(|_| bad())?, out),
+            Self::Text => quoted_into(t, out),
+            Self::Bool => out.push_str(match t {
+                "true" | "t" => "true",
+                "false" | "f" => "false",
                 _ => return Err(bad()),
-            },
-            Self::Float => float(match t {
+            }),
+            Self::Float => out.push_str(&float(match t {
                 "NaN" => f64::NAN,
                 "Infinity" => f64::INFINITY,
                 "-Infinity" => f64::NEG_INFINITY,
                 _ => t.parse().map_err(|_| bad())?,
-            }),
-        })
+            })),
+        }
+        Ok(())
     }
+}
+
+/// True if `t` is exactly what `t.parse::<i128>()?.to_string()` gives:
+/// an optional `-`, then at most 38 digits without a leading zero (`0`
+/// alone, never `-0`).
+fn is_canonical_int(t: &str) -> bool {
+    let digits = t.strip_prefix('-').unwrap_or(t).as_bytes();
+    !digits.is_empty()
+        && digits.len() <= 38
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits[0] != b'0' || (digits.len() == 1 && digits.len() == t.len()))
 }
 
 /// `10.50` → `10.5`, `-0.00` → `0`, `007` → `7`; `None` if not a decimal.
 #[must_use]
 pub fn decimal(text: &str) -> Option<String> {
+    let mut out = String::new();
+    decimal_into(text, &mut out).then_some(out)
+}
+
+/// [`decimal`] appended to `out`; false (nothing appended) if not a decimal.
+fn decimal_into(text: &str, out: &mut String) -> bool {
     let (negative, digits) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(text)),
@@ -111,13 +146,12 @@ pub fn decimal(text: &str) -> Option<String> {
             .chain(frac.bytes())
             .all(|b| b.is_ascii_digit())
     {
-        return None;
+        return false;
     }
     let int_part = int_part.trim_start_matches('0');
     let frac = frac.trim_end_matches('0');
     let int_part = if int_part.is_empty() { "0" } else { int_part };
     let zero = int_part == "0" && frac.is_empty();
-    let mut out = String::new();
     if negative && !zero {
         out.push('-');
     }
@@ -126,12 +160,44 @@ pub fn decimal(text: &str) -> Option<String> {
         out.push('.');
         out.push_str(frac);
     }
-    Some(out)
+    true
 }
 
 /// An unscaled decimal (Arrow's `Decimal128`) in canonical form.
 #[must_use]
 pub fn decimal_unscaled(value: i128, scale: i8) -> String {
+    let mut out = String::new();
+    decimal_unscaled_into(value, scale, &mut out);
+    out
+}
+
+/// [`decimal_unscaled`] appended to `out`, by arithmetic: the integer
+/// part, then the fraction without its trailing zeros; no sign on zero.
+fn decimal_unscaled_into(value: i128, scale: i8, out: &mut String) {
+    if scale <= 0 || scale > 38 {
+        out.push_str(&decimal_unscaled_text(value, scale));
+        return;
+    }
+    let digits = scale.unsigned_abs() as usize;
+    let unit = 10u128.pow(u32::from(scale.unsigned_abs()));
+    let magnitude = value.unsigned_abs();
+    let (int_part, mut frac) = (magnitude / unit, magnitude % unit);
+    if value < 0 && magnitude != 0 {
+        out.push('-');
+    }
+    let _ = write!(out, "{int_part}");
+    if frac != 0 {
+        let mut width = digits;
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        let _ = write!(out, ".{frac:0width$}");
+    }
+}
+
+/// [`decimal_unscaled`] through text (any scale).
+fn decimal_unscaled_text(value: i128, scale: i8) -> String {
     if scale <= 0 {
         let factor = 10i128.pow(u32::from(scale.unsigned_abs()));
         return (value * factor).to_string();
@@ -147,18 +213,68 @@ pub fn decimal_unscaled(value: i128, scale: i8) -> String {
 /// Microseconds since the epoch as a UTC instant with six fraction digits.
 #[must_use]
 pub fn timestamp_micros(micros: i64) -> String {
+    let mut out = String::with_capacity(27);
+    timestamp_micros_into(micros, &mut out);
+    out
+}
+
+/// [`timestamp_micros`] appended to `out`: years 0 to 9999 digit by digit
+/// (what chrono's `%Y-%m-%dT%H:%M:%S` prints for them), others through chrono.
+fn timestamp_micros_into(micros: i64, out: &mut String) {
+    use chrono::{Datelike as _, Timelike as _};
     let secs = micros.div_euclid(1_000_000);
     let frac = micros.rem_euclid(1_000_000);
     match chrono::DateTime::from_timestamp(secs, 0) {
-        Some(t) => format!("{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S")),
-        None => format!("@{micros}us"),
+        Some(t) if (0..=9999).contains(&t.year()) => {
+            push_digits(out, t.year().unsigned_abs(), 4);
+            out.push('-');
+            push_digits(out, t.month(), 2);
+            out.push('-');
+            push_digits(out, t.day(), 2);
+            out.push('T');
+            push_digits(out, t.hour(), 2);
+            out.push(':');
+            push_digits(out, t.minute(), 2);
+            out.push(':');
+            push_digits(out, t.second(), 2);
+            out.push('.');
+            push_digits(out, frac.unsigned_abs() as u32, 6);
+            out.push('Z');
+        }
+        Some(t) => {
+            let _ = write!(out, "{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S"));
+        }
+        None => {
+            let _ = write!(out, "@{micros}us");
+        }
+    }
+}
+
+/// The last `width` decimal digits of `value`, zero-padded.
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        out.push(char::from(b'0' + (value / 10u32.pow(place) % 10) as u8));
     }
 }
 
 /// Text as a JSON string literal.
 #[must_use]
 pub fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+    let mut out = String::with_capacity(text.len() + 2);
+    quoted_into(text, &mut out);
+    out
+}
+
+/// [`quoted`] appended to `out`: text with nothing serde_json escapes
+/// (control characters, `"`, `\\`) is copied between quotes as it is.
+fn quoted_into(text: &str, out: &mut String) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}")));
+    }
 }
 
 /// A float in its shortest round-trip form.
@@ -201,47 +317,86 @@ pub fn join(columns: &[(&str, String)]) -> String {
 
 /// Canonical form of every value of an Arrow column.
 pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, String> {
-    let n = array.len();
-    let each = |f: &dyn Fn(usize) -> String| -> Vec<String> {
-        (0..n)
-            .map(|i| {
-                if array.is_null(i) {
-                    NULL.to_owned()
-                } else {
-                    f(i)
-                }
-            })
-            .collect()
-    };
+    let render = arrow_renderer(array)?;
+    Ok((0..array.len())
+        .map(|i| {
+            let mut value = String::new();
+            render(i, &mut value);
+            value
+        })
+        .collect())
+}
+
+/// Appends the canonical form of value `i` of a column to a string.
+pub type Renderer<'a> = Box<dyn Fn(usize, &mut String) + 'a>;
+
+/// A [`Renderer`] of `array`'s values ([`arrow_column`] renders them all):
+/// the column's type is looked at once, not once per value.
+pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, String> {
+    fn each<'a>(array: &'a ArrayRef, f: impl Fn(usize, &mut String) + 'a) -> Renderer<'a> {
+        Box::new(move |i, out| {
+            if array.is_null(i) {
+                out.push_str(NULL);
+            } else {
+                f(i, out);
+            }
+        })
+    }
+    fn number<T: arrow_array::ArrowPrimitiveType>(array: &ArrayRef) -> Renderer<'_>
+    where
+        T::Native: std::fmt::Display,
+    {
+        let values = array.as_primitive::<T>();
+        each(array, move |i, out| {
+            let _ = write!(out, "{}", values.value(i));
+        })
+    }
     Ok(match array.data_type() {
-        DataType::Int8 => each(&|i| array.as_primitive::<Int8Type>().value(i).to_string()),
-        DataType::Int16 => each(&|i| array.as_primitive::<Int16Type>().value(i).to_string()),
-        DataType::Int32 => each(&|i| array.as_primitive::<Int32Type>().value(i).to_string()),
-        DataType::Int64 => each(&|i| array.as_primitive::<Int64Type>().value(i).to_string()),
-        DataType::UInt32 => each(&|i| array.as_primitive::<UInt32Type>().value(i).to_string()),
-        DataType::UInt64 => each(&|i| array.as_primitive::<UInt64Type>().value(i).to_string()),
+        DataType::Int8 => number::<Int8Type>(array),
+        DataType::Int16 => number::<Int16Type>(array),
+        DataType::Int32 => number::<Int32Type>(array),
+        DataType::Int64 => number::<Int64Type>(array),
+        DataType::UInt32 => number::<UInt32Type>(array),
+        DataType::UInt64 => number::<UInt64Type>(array),
         DataType::Float32 => {
-            each(&|i| float(f64::from(array.as_primitive::<Float32Type>().value(i))))
+            let values = array.as_primitive::<Float32Type>();
+            each(array, move |i, out| {
+                out.push_str(&float(f64::from(values.value(i))));
+            })
         }
-        DataType::Float64 => each(&|i| float(array.as_primitive::<Float64Type>().value(i))),
-        DataType::Boolean => each(&|i| array.as_boolean().value(i).to_string()),
-        DataType::Utf8 => each(&|i| quoted(array.as_string::<i32>().value(i))),
-        DataType::LargeUtf8 => each(&|i| quoted(array.as_string::<i64>().value(i))),
-        DataType::Utf8View => each(&|i| quoted(array.as_string_view().value(i))),
+        DataType::Float64 => {
+            let values = array.as_primitive::<Float64Type>();
+            each(array, move |i, out| out.push_str(&float(values.value(i))))
+        }
+        DataType::Boolean => {
+            let values = array.as_boolean();
+            each(array, move |i, out| {
+                out.push_str(if values.value(i) { "true" } else { "false" });
+            })
+        }
+        DataType::Utf8 => {
+            let values = array.as_string::<i32>();
+            each(array, move |i, out| quoted_into(values.value(i), out))
+        }
+        DataType::LargeUtf8 => {
+            let values = array.as_string::<i64>();
+            each(array, move |i, out| quoted_into(values.value(i), out))
+        }
+        DataType::Utf8View => {
+            let values = array.as_string_view();
+            each(array, move |i, out| quoted_into(values.value(i), out))
+        }
         DataType::Decimal128(_, scale) => {
             let scale = *scale;
-            each(&|i| {
-                decimal_unscaled(
-                    array
-                        .as_primitive::<arrow_array::types::Decimal128Type>()
-                        .value(i),
-                    scale,
-                )
+            let values = array.as_primitive::<arrow_array::types::Decimal128Type>();
+            each(array, move |i, out| {
+                decimal_unscaled_into(values.value(i), scale, out);
             })
         }
         DataType::Timestamp(unit, _) => {
-            let micros = |i: usize| -> i64 {
-                match unit {
+            let unit = *unit;
+            each(array, move |i, out| {
+                let micros = match unit {
                     TimeUnit::Second => {
                         array.as_primitive::<TimestampSecondType>().value(i) * 1_000_000
                     }
@@ -254,9 +409,9 @@ pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, String> {
                     TimeUnit::Nanosecond => {
                         array.as_primitive::<TimestampNanosecondType>().value(i) / 1_000
                     }
-                }
-            };
-            each(&|i| timestamp_micros(micros(i)))
+                };
+                timestamp_micros_into(micros, out);
+            })
         }
         other => {
             return Err(format!(
@@ -264,6 +419,61 @@ pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, String> {
             ));
         }
     })
+}
+
+/// One table's columns, laid out once for [`row`] (by name) and [`join`]
+/// over the key, so each row is joined straight from its rendered values.
+#[derive(Debug, Clone)]
+pub struct Layout<'a> {
+    names: Vec<&'a str>,
+    by_name: Vec<usize>,
+    key: Vec<usize>,
+}
+
+impl<'a> Layout<'a> {
+    /// Columns `names` (in the order values come in); the key is the
+    /// columns at `key`, in that order.
+    #[must_use]
+    pub fn new(names: Vec<&'a str>, key: Vec<usize>) -> Self {
+        let mut by_name: Vec<usize> = (0..names.len()).collect();
+        // Stable, like `row`'s sort.
+        by_name.sort_by(|a, b| names[*a].cmp(names[*b]));
+        Self {
+            names,
+            by_name,
+            key,
+        }
+    }
+
+    /// `row(names zipped with values)`.
+    #[must_use]
+    pub fn row(&self, values: &[String]) -> String {
+        self.join(&self.by_name, values)
+    }
+
+    /// `join` of the key columns.
+    #[must_use]
+    pub fn key(&self, values: &[String]) -> String {
+        self.join(&self.key, values)
+    }
+
+    fn join(&self, order: &[usize], values: &[String]) -> String {
+        let len = order
+            .iter()
+            .map(|i| self.names[*i].len() + 1 + values[*i].len())
+            .sum::<usize>()
+            + 2 * order.len().saturating_sub(1);
+        let mut out = String::with_capacity(len);
+        for (n, i) in order.iter().enumerate() {
+            if n > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(self.names[*i]);
+            out.push('=');
+            out.push_str(&values[*i]);
+        }
+        out
+    }
 }
 
 /// An Arrow column of strings (for the diff tables).
@@ -364,5 +574,88 @@ mod tests {
         );
         let texts: ArrayRef = Arc::new(arrow_array::StringArray::from(vec![Some(""), None]));
         assert_eq!(arrow_column(&texts).unwrap(), [quoted(""), NULL.to_owned()]);
+    }
+
+    /// The fast paths give exactly what the plain formatting gives.
+    #[test]
+    fn fast_paths_match_the_plain_forms() {
+        for micros in [
+            0,
+            -1,
+            1_796_010_671_123_400,
+            -62_167_219_200_000_000, // 0000-01-01
+            -62_167_219_200_000_001, // the microsecond before: year -1
+            253_402_300_799_999_999, // 9999-12-31T23:59:59.999999
+            253_402_300_800_000_000, // 10000-01-01
+            -30_610_224_000_000_000, // 1000-01-01
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let secs = micros.div_euclid(1_000_000);
+            let frac = micros.rem_euclid(1_000_000);
+            let plain = match chrono::DateTime::from_timestamp(secs, 0) {
+                Some(t) => format!("{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S")),
+                None => format!("@{micros}us"),
+            };
+            assert_eq!(timestamp_micros(micros), plain, "{micros}");
+        }
+        for text in [
+            "",
+            "plain",
+            "a\"b",
+            "back\\slash",
+            "tab\t",
+            "nul\u{0}",
+            "del\u{7f}",
+            "∅ é",
+        ] {
+            assert_eq!(
+                quoted(text),
+                serde_json::to_string(text).unwrap(),
+                "{text:?}"
+            );
+        }
+        for t in [
+            "0",
+            "-0",
+            "7",
+            "-42",
+            "007",
+            "+5",
+            "-007",
+            "12345678901234567890123456789012345678",
+        ] {
+            let plain = t.parse::<i128>().unwrap().to_string();
+            assert_eq!(Kind::Int.from_source_text(Some(t)).unwrap(), plain, "{t}");
+        }
+        assert!(Kind::Int.from_source_text(Some("")).is_err());
+        assert!(Kind::Int.from_source_text(Some("-")).is_err());
+        for (value, scale) in [
+            (0, 2),
+            (1050, 2),
+            (-5, 2),
+            (-1000, 3),
+            (100, 2),
+            (123_456_789, 5),
+            (i128::MAX, 38),
+            (i128::MIN + 1, 38),
+            (12, -2),
+            (7, 0),
+        ] {
+            assert_eq!(
+                decimal_unscaled(value, scale),
+                decimal_unscaled_text(value, scale),
+                "{value} scale {scale}"
+            );
+        }
+        let names = vec!["b", "a", "c"];
+        let values = vec![quoted("x, a=1"), "2".to_owned(), NULL.to_owned()];
+        let layout = Layout::new(names.clone(), vec![2, 0]);
+        let pairs: Vec<(&str, String)> = names.into_iter().zip(values.clone()).collect();
+        assert_eq!(layout.row(&values), row(pairs.clone()));
+        assert_eq!(
+            layout.key(&values),
+            join(&[pairs[2].clone(), pairs[0].clone()])
+        );
     }
 }

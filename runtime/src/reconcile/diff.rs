@@ -100,10 +100,21 @@ pub fn compare(
     lake: &[(String, String)],
     history: Option<&History>,
 ) -> (Vec<DiffRow>, Counts) {
-    let mut by_key: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (key, row) in lake {
-        by_key.entry(key).or_default().push(row);
-    }
+    // The lake sorted by key (stable: a key's rows stay in lake order), then
+    // merged with the source (sorted too): one pass, no map of the lake.
+    let mut sorted: Vec<(&str, &str)> =
+        lake.iter().map(|(k, r)| (k.as_str(), r.as_str())).collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let mut groups = sorted.chunk_by(|a, b| a.0 == b.0).peekable();
+    let joined = |group: &[(&str, &str)]| -> String {
+        group
+            .iter()
+            .map(|(_, r)| *r)
+            .collect::<Vec<_>>()
+            .join(" ‖ ")
+    };
+    // Keys only the lake has, in key order.
+    let mut lake_only: Vec<&[(&str, &str)]> = Vec::new();
     let mut diff = Vec::new();
     let mut push = |key: &str, kind, source: Option<&String>, lake: Option<String>| {
         diff.push(DiffRow {
@@ -121,10 +132,13 @@ pub fn compare(
             .is_some_and(|versions| row.is_none_or(|r| versions.contains(r)))
     };
     for (key, row) in source {
-        match by_key.get(key.as_str()).map(Vec::as_slice) {
+        while let Some(group) = groups.next_if(|g| g[0].0 < key.as_str()) {
+            lake_only.push(group);
+        }
+        match groups.next_if(|g| g[0].0 == key.as_str()) {
             None | Some([]) => push(key, DiffKind::Missing, Some(row), None),
-            Some([one]) if *one == row => {}
-            Some([one]) => {
+            Some([(_, one)]) if *one == row => {}
+            Some([(_, one)]) => {
                 let kind = if had(key, Some(one)) {
                     DiffKind::Stale
                 } else {
@@ -132,25 +146,23 @@ pub fn compare(
                 };
                 push(key, kind, Some(row), Some((*one).to_owned()));
             }
-            Some(many) => push(key, DiffKind::Duplicate, Some(row), Some(many.join(" ‖ "))),
+            Some(many) => push(key, DiffKind::Duplicate, Some(row), Some(joined(many))),
         }
     }
-    for (key, rows) in &by_key {
-        if source.contains_key(*key) {
-            continue;
-        }
-        let kind = if rows.len() > 1 {
+    lake_only.extend(groups);
+    for group in &lake_only {
+        let key = group[0].0;
+        let kind = if group.len() > 1 {
             DiffKind::Duplicate
         } else if had(key, None) {
             DiffKind::Resurrected
         } else {
             DiffKind::Extra
         };
-        push(key, kind, None, Some(rows.join(" ‖ ")));
+        push(key, kind, None, Some(joined(group)));
     }
     let mut counts = Counts {
-        compared: (source.len() + by_key.keys().filter(|k| !source.contains_key(**k)).count())
-            as u64,
+        compared: (source.len() + lake_only.len()) as u64,
         source_rows: source.len() as u64,
         lake_rows: lake.len() as u64,
         wrong: diff.len() as u64,

@@ -119,34 +119,49 @@ async fn lake_rows(
     sql: &str,
     table: &SourceTable,
 ) -> Result<Vec<(String, String)>, String> {
-    let batches = ctx
+    // Streamed batch by batch (the order `collect` would give), not collected.
+    let stream = ctx
         .sql(sql)
         .await
         .map_err(|e| e.to_string())?
-        .collect()
+        .execute_stream()
         .await
         .map_err(|e| e.to_string())?;
+    futures_util::pin_mut!(stream);
+    let names: Vec<&str> = table.columns.iter().map(|(n, _)| n.as_str()).collect();
+    let key: Vec<usize> = table
+        .key
+        .iter()
+        .filter_map(|k| names.iter().position(|n| n == k))
+        .collect();
+    let layout = canonical::Layout::new(names, key);
+    // One buffer per column, reused row after row.
+    let mut values = vec![String::new(); table.columns.len()];
     let mut out = Vec::new();
-    for batch in batches {
-        let mut columns: Vec<(&str, Vec<String>)> = Vec::new();
-        for (name, _) in &table.columns {
-            let values = match batch.column_by_name(name) {
-                Some(array) => {
-                    canonical::arrow_column(array).map_err(|e| format!("column {name}: {e}"))?
-                }
-                None => vec![canonical::NULL.to_owned(); batch.num_rows()],
-            };
-            columns.push((name.as_str(), values));
-        }
+    while let Some(batch) = futures_util::TryStreamExt::try_next(&mut stream)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let renderers = table
+            .columns
+            .iter()
+            .map(|(name, _)| match batch.column_by_name(name) {
+                Some(array) => canonical::arrow_renderer(array)
+                    .map(Some)
+                    .map_err(|e| format!("column {name}: {e}")),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        out.reserve(batch.num_rows());
         for i in 0..batch.num_rows() {
-            let row: Vec<(&str, String)> =
-                columns.iter().map(|(n, v)| (*n, v[i].clone())).collect();
-            let key: Vec<(&str, String)> = table
-                .key
-                .iter()
-                .filter_map(|k| row.iter().find(|(n, _)| n == k).cloned())
-                .collect();
-            out.push((canonical::join(&key), canonical::row(row)));
+            for (value, render) in values.iter_mut().zip(&renderers) {
+                value.clear();
+                match render {
+                    Some(render) => render(i, value),
+                    None => value.push_str(canonical::NULL),
+                }
+            }
+            out.push((layout.key(&values), layout.row(&values)));
         }
     }
     Ok(out)

@@ -95,17 +95,19 @@ pub async fn rows(
     client: &tokio_postgres::Client,
     table: &SourceTable,
 ) -> Result<BTreeMap<String, String>, String> {
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     read(
         client,
         table,
         &format!("FROM {}", table.name),
         |key, row| {
-            out.insert(key, row);
+            out.push((key, row));
         },
     )
     .await?;
-    Ok(out)
+    // Built in bulk (one stable sort; rows come in nearly sorted runs), not
+    // inserted one by one: a key read twice keeps its last row, as `insert` did.
+    Ok(out.into_iter().collect())
 }
 
 /// Every version each key of `table` ever had, from `lossproof_history`;
@@ -164,22 +166,24 @@ async fn read(
         .await
         .map_err(|e| format!("read {}: {e}", table.name))?;
     futures_util::pin_mut!(stream);
+    let layout = canonical::Layout::new(
+        table.columns.iter().map(|(c, _)| c.as_str()).collect(),
+        key_index,
+    );
+    // One buffer per column, reused row after row.
+    let mut values = vec![String::new(); table.columns.len()];
     while let Some(record) = stream
         .try_next()
         .await
         .map_err(|e| format!("read {}: {e}", table.name))?
     {
-        let mut values = Vec::with_capacity(table.columns.len());
         for (i, (name, kind)) in table.columns.iter().enumerate() {
             let text: Option<&str> = record.get(i);
-            values.push((
-                name.as_str(),
-                kind.from_source_text(text)
-                    .map_err(|e| format!("{}.{name}: {e}", table.name))?,
-            ));
+            values[i].clear();
+            kind.write_source_text(text, &mut values[i])
+                .map_err(|e| format!("{}.{name}: {e}", table.name))?;
         }
-        let key: Vec<(&str, String)> = key_index.iter().map(|i| values[*i].clone()).collect();
-        each(canonical::join(&key), canonical::row(values));
+        each(layout.key(&values), layout.row(&values));
     }
     Ok(())
 }

@@ -26,6 +26,7 @@ use lossproof_runtime::lake::{Commit, write_data_files, write_equality_deletes};
 use rdkafka::Message as _;
 use rdkafka::consumer::{Consumer as _, StreamConsumer};
 use rdkafka::message::OwnedMessage;
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::{LakeTable, debezium_type_name, to_arrow};
 
@@ -80,18 +81,23 @@ pub async fn run(
             config.auto_commit.as_millis().to_string(),
         )
         .set("auto.offset.reset", "earliest")
-        // Topics appear when Debezium first writes to them: notice soon.
-        .set("topic.metadata.refresh.interval.ms", "1000")
-        .set("session.timeout.ms", "6000")
         .create()
         .map_err(|e| format!("cannot create the Kafka consumer: {e}"))?;
     let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+    // Every partition assigned directly (one instance reads everything):
+    // a restart after a SIGKILL resumes within a second, instead of waiting
+    // out the dead member's session in a group rebalance — during which a
+    // kill would land on an idle consumer and prove nothing.
+    let Some(assignment) = partitions(&consumer, &topics, &mut stop, log).await else {
+        return Ok(Report::default());
+    };
     consumer
-        .subscribe(&topics)
-        .map_err(|e| format!("cannot subscribe to {topics:?}: {e}"))?;
+        .assign(&assignment)
+        .map_err(|e| format!("cannot assign {topics:?}: {e}"))?;
     log(&format!(
-        "careless: group {} on {} topics; resuming from the group's committed offsets",
+        "careless: group {} on {} partitions of {} topics; resuming from the group's committed offsets",
         config.group,
+        assignment.count(),
         topics.len()
     ));
     let by_topic: HashMap<&str, &LakeTable> = topics.iter().copied().zip(&config.tables).collect();
@@ -166,6 +172,51 @@ pub async fn run(
         report.records, report.batches, report.commits, report.errors
     ));
     Ok(report)
+}
+
+/// Every partition of `topics`, each to resume at the group's committed
+/// offset; waits (until `stop`) for topics Debezium has not created yet.
+async fn partitions(
+    consumer: &StreamConsumer,
+    topics: &[&str],
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Option<TopicPartitionList> {
+    let mut waiting_logged = false;
+    loop {
+        let mut list = TopicPartitionList::new();
+        let mut missing = Vec::new();
+        for topic in topics {
+            let found = consumer
+                .fetch_metadata(Some(topic), Duration::from_secs(2))
+                .ok()
+                .and_then(|m| {
+                    m.topics()
+                        .first()
+                        .filter(|t| t.error().is_none())
+                        .map(|t| t.partitions().len())
+                })
+                .unwrap_or(0);
+            if found == 0 {
+                missing.push(*topic);
+            }
+            for partition in 0..found {
+                let partition = i32::try_from(partition).unwrap_or(i32::MAX);
+                let _ = list.add_partition_offset(topic, partition, Offset::Stored);
+            }
+        }
+        if missing.is_empty() {
+            return Some(list);
+        }
+        if !waiting_logged {
+            log(&format!("careless: waiting for topics {missing:?}"));
+            waiting_logged = true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.changed() => return None,
+        }
+    }
 }
 
 /// `first` and up to `batch_max - 1` more records, closing `linger` after

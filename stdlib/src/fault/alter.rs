@@ -44,7 +44,11 @@ pub async fn add_column(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     let column = name_arg(action, "column")?;
     execute(
         ctx,
-        format!("ALTER TABLE {} ADD COLUMN {} text", quote_ident(table), quote_ident(column)),
+        format!(
+            "ALTER TABLE {} ADD COLUMN {} text",
+            quote_ident(table),
+            quote_ident(column)
+        ),
     )
     .await
 }
@@ -55,7 +59,11 @@ pub async fn drop_column(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     let column = name_arg(action, "column")?;
     execute(
         ctx,
-        format!("ALTER TABLE {} DROP COLUMN {}", quote_ident(table), quote_ident(column)),
+        format!(
+            "ALTER TABLE {} DROP COLUMN {}",
+            quote_ident(table),
+            quote_ident(column)
+        ),
     )
     .await
 }

@@ -15,10 +15,19 @@ pub async fn recreate(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
         .delete(&ctx.names.connector)
         .await
         .map_err(|e| format!("delete the connector: {e}"))?;
-    debezium::start(ctx.connect, ctx.names, ctx.connector_config, ctx.source, Duration::from_mins(1))
-        .await
-        .map_err(|e| format!("re-create the connector: {e}"))?;
-    Ok(format!("deleted and re-created connector {}", ctx.names.connector))
+    debezium::start(
+        ctx.connect,
+        ctx.names,
+        ctx.connector_config,
+        ctx.source,
+        Duration::from_mins(1),
+    )
+    .await
+    .map_err(|e| format!("re-create the connector: {e}"))?;
+    Ok(format!(
+        "deleted and re-created connector {}",
+        ctx.names.connector
+    ))
 }
 
 /// Drop the replication slot under the running connector (its walsender is

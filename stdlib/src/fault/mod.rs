@@ -50,7 +50,9 @@ pub const REGISTRY: &[(&str, FaultFn)] = &[
     ("add-column", |c, a| Box::pin(alter::add_column(c, a))),
     ("drop-column", |c, a| Box::pin(alter::drop_column(c, a))),
     ("redeliver", |c, a| Box::pin(redeliver::from_start(c, a))),
-    ("recreate-connector", |c, a| Box::pin(connector::recreate(c, a))),
+    ("recreate-connector", |c, a| {
+        Box::pin(connector::recreate(c, a))
+    }),
     ("drop-slot", |c, a| Box::pin(connector::drop_slot(c, a))),
 ];
 

@@ -35,7 +35,12 @@ async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
         "postgres" => Which::Component(Component::SourcePostgres),
         "registry" => Which::Component(Component::Registry),
         "connector" => Which::Connector,
-        other => return Err(format!("`{}`: {other} cannot be targeted by this fault yet", action.text)),
+        other => {
+            return Err(format!(
+                "`{}`: {other} cannot be targeted by this fault yet",
+                action.text
+            ));
+        }
     })
 }
 
@@ -77,7 +82,10 @@ fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRe
 
 /// `up` starts whatever is down again (bounded by its own health probes).
 async fn repair(ctx: &Ctx<'_>) -> Result<(), String> {
-    ctx.stack.up(&|_| {}).await.map_err(|e| format!("restarting the stack: {e}"))
+    ctx.stack
+        .up(&|_| {})
+        .await
+        .map_err(|e| format!("restarting the stack: {e}"))
 }
 
 /// SIGKILL; the supervisor starts it again at once.
@@ -86,7 +94,8 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         Which::Consumers(names) => {
             on_consumers(ctx, &names, "killed", |c| {
                 let killed = c.kill();
-                c.start().map_err(|e| format!("restarting consumer {}: {e}", c.name))?;
+                c.start()
+                    .map_err(|e| format!("restarting consumer {}: {e}", c.name))?;
                 Ok(killed)
             })
             .await
@@ -95,7 +104,11 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             let process = component(ctx, c)?;
             let _ = process.signal(Signal::SIGKILL);
             repair(ctx).await?;
-            Ok(format!("killed {} (pid {}); started again", c.name(), process.pid))
+            Ok(format!(
+                "killed {} (pid {}); started again",
+                c.name(),
+                process.pid
+            ))
         }
         Which::Connector => Err("a connector is not a process: use `restart connector`".into()),
     }
@@ -104,7 +117,9 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
 /// SIGTERM; it stays down until `restart` (or the drain).
 pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     match which(ctx, action).await? {
-        Which::Consumers(names) => on_consumers(ctx, &names, "stopped", |c| Ok(c.terminate(GRACE))).await,
+        Which::Consumers(names) => {
+            on_consumers(ctx, &names, "stopped", |c| Ok(c.terminate(GRACE))).await
+        }
         Which::Component(c) => {
             let process = component(ctx, c)?;
             tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE))
@@ -113,7 +128,10 @@ pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             Ok(format!("stopped {}", c.name()))
         }
         Which::Connector => {
-            ctx.connect.stop(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            ctx.connect
+                .stop(&ctx.names.connector)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok("stopped the connector".into())
         }
     }
@@ -132,7 +150,10 @@ pub async fn pause(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             }
         }
         Which::Connector => {
-            ctx.connect.pause(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            ctx.connect
+                .pause(&ctx.names.connector)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok("paused the connector".into())
         }
     }
@@ -155,7 +176,10 @@ pub async fn resume(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             }
         }
         Which::Connector => {
-            ctx.connect.resume(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            ctx.connect
+                .resume(&ctx.names.connector)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok("resumed the connector".into())
         }
     }
@@ -167,7 +191,8 @@ pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         Which::Consumers(names) => {
             on_consumers(ctx, &names, "restarted", |c| {
                 c.terminate(GRACE);
-                c.start().map_err(|e| format!("starting consumer {}: {e}", c.name))?;
+                c.start()
+                    .map_err(|e| format!("starting consumer {}: {e}", c.name))?;
                 Ok(true)
             })
             .await
@@ -182,7 +207,10 @@ pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             Ok(format!("restarted {}", c.name()))
         }
         Which::Connector => {
-            ctx.connect.restart(&ctx.names.connector).await.map_err(|e| e.to_string())?;
+            ctx.connect
+                .restart(&ctx.names.connector)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok("restarted the connector and its tasks".into())
         }
     }
