@@ -111,6 +111,21 @@ enum Command {
         /// Where to write the run record [default: <state>/runs/<run id>.json].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Also write JUnit XML (one test case per seed and assertion).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+    /// Run one seed of a recorded run again (same scenario file, same consumers).
+    Replay {
+        /// A run record written by `lossproof run`.
+        record: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Keep the lake and write the diff if the seed fails.
+        #[arg(long)]
+        keep: bool,
     },
     /// Score a run's lakes against the source: gate (drained and alive), then
     /// one line per consumer and table. Exit 0 clean, 1 damaged, 2 INVALID.
@@ -301,6 +316,7 @@ fn main() -> ExitCode {
             consumers,
             keep,
             out,
+            junit,
         } => run_cli::run(&run_cli::Args {
             file: &file,
             seeds: &seeds,
@@ -308,7 +324,14 @@ fn main() -> ExitCode {
             consumers: consumers.as_deref(),
             keep,
             out: out.as_deref(),
+            junit: junit.as_deref(),
         }),
+        Command::Replay {
+            record,
+            seed,
+            state,
+            keep,
+        } => run_cli::replay(&record, seed, &state, keep),
         Command::Reconcile {
             run,
             state,

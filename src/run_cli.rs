@@ -20,6 +20,7 @@ pub struct Args<'a> {
     pub consumers: Option<&'a [String]>,
     pub keep: bool,
     pub out: Option<&'a Path>,
+    pub junit: Option<&'a Path>,
 }
 
 /// The machine-readable record of a run.
@@ -159,7 +160,11 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
     let record = RunRecord {
         lossproof_version: env!("CARGO_PKG_VERSION"),
         scenario: plan.scenario.clone(),
-        file: args.file.display().to_string(),
+        // Absolute, so `replay` works from any directory.
+        file: std::fs::canonicalize(args.file)
+            .unwrap_or_else(|_| args.file.to_path_buf())
+            .display()
+            .to_string(),
         run_id: &run_id,
         seeds: &seeds,
         consumers: &consumers,
@@ -181,6 +186,11 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
     let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
     std::fs::write(&out, text + "\n").map_err(|e| format!("write {}: {e}", out.display()))?;
     println!("run record: {}", out.display());
+    if let Some(junit) = args.junit {
+        std::fs::write(junit, junit_xml(&plan.scenario, &results))
+            .map_err(|e| format!("write {}: {e}", junit.display()))?;
+        println!("JUnit XML: {}", junit.display());
+    }
     if results.iter().any(|r| r.verdict == Verdict::Invalid) {
         return Err(format!(
             "{} of {} seeds INVALID (not scored)",
@@ -192,6 +202,62 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         ));
     }
     Ok(results.iter().all(|r| r.verdict == Verdict::Pass))
+}
+
+/// JUnit XML for CI systems: one test case per seed and assertion (an
+/// INVALID seed is one errored case; an assertion not evaluated is skipped,
+/// with the reason).
+fn junit_xml(scenario: &str, results: &[SeedRecord]) -> String {
+    use std::fmt::Write as _;
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let mut cases = String::new();
+    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    for r in results {
+        let time = r.timings.total_ms as f64 / 1000.0;
+        if r.verdict == Verdict::Invalid {
+            tests += 1;
+            errors += 1;
+            let _ = writeln!(
+                cases,
+                "    <testcase classname=\"{}\" name=\"seed {} (INVALID)\" time=\"{time:.3}\"><error message=\"{}\"/></testcase>",
+                esc(scenario),
+                r.seed,
+                esc(r.reason.as_deref().unwrap_or("invalid"))
+            );
+            continue;
+        }
+        for a in &r.assertions {
+            tests += 1;
+            let name = format!("seed {}: {}", r.seed, a.name);
+            let body = match a.passed {
+                Some(true) => String::new(),
+                Some(false) => {
+                    failures += 1;
+                    let got = a.got.clone().or_else(|| a.note.clone()).unwrap_or_default();
+                    format!("<failure message=\"got {}\">{}</failure>", esc(&got), esc(&a.sql))
+                }
+                None => {
+                    skipped += 1;
+                    format!("<skipped message=\"{}\"/>", esc(a.note.as_deref().unwrap_or_default()))
+                }
+            };
+            let _ = writeln!(
+                cases,
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{time:.3}\">{body}</testcase>",
+                esc(scenario),
+                esc(&name)
+            );
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">\n{cases}  </testsuite>\n</testsuites>\n",
+        esc(scenario)
+    )
 }
 
 fn seed_line(record: &SeedRecord) -> String {
@@ -305,6 +371,38 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
             );
         }
     }
+}
+
+/// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
+/// with the recorded scenario file and consumers.
+pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool, String> {
+    let text = std::fs::read_to_string(record).map_err(|e| format!("cannot read {}: {e}", record.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not a run record: {e}", record.display()))?;
+    let file = value["file"]
+        .as_str()
+        .ok_or_else(|| format!("{} names no scenario file", record.display()))?;
+    let recorded: Vec<u64> = value["seeds"]
+        .as_array()
+        .map(|s| s.iter().filter_map(serde_json::Value::as_u64).collect())
+        .unwrap_or_default();
+    if !recorded.contains(&seed) {
+        return Err(format!("seed {seed} is not in {} (seeds {recorded:?})", record.display()));
+    }
+    let consumers: Vec<String> = value["consumers"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let seeds = seed.to_string();
+    run(&Args {
+        file: Path::new(file),
+        seeds: &seeds,
+        state,
+        consumers: Some(&consumers),
+        keep,
+        out: None,
+        junit: None,
+    })
 }
 
 #[cfg(test)]

@@ -25,9 +25,53 @@ pub fn analyze_text(path: &Path, text: &str) -> Analysis {
     Analyzer::new(&Stdlib, &FsLoader).analyze(&path.display().to_string(), text)
 }
 
-/// Read and analyse a scenario file.
+/// Read and analyse a scenario file, assertions planned against the
+/// reconciler's tables.
 pub fn analyze(path: &Path) -> Result<Analysis, String> {
-    Ok(analyze_text(path, &read(path)?))
+    let mut analysis = analyze_text(path, &read(path)?);
+    plan_assertions(&mut analysis);
+    Ok(analysis)
+}
+
+/// Plan every assertion's SQL (without running it) against empty tables
+/// shaped like the reconciler's (`diff`, `summary`, `source_rows`,
+/// `lake_rows`, `faults`): a name DataFusion cannot resolve is an error at
+/// the assertion's SQL, found before any stack starts.
+pub fn plan_assertions(analysis: &mut Analysis) {
+    let Some(plan) = &analysis.plan else { return };
+    if plan.assertions.is_empty() {
+        return;
+    }
+    let empty = lossproof_runtime::reconcile::Reconciliation::default();
+    let faults = lossproof_stdlib::run::faults_batch(&[]);
+    let Ok(ctx) = empty.session(&[("faults", faults)]) else { return };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else { return };
+    let mut found = Vec::new();
+    for assertion in &plan.assertions {
+        let options = datafusion::execution::context::SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        if let Err(e) = runtime.block_on(ctx.sql_with_options(&assertion.sql, options)) {
+            let message = e.to_string();
+            let message = message.lines().next().unwrap_or_default();
+            found.push(
+                lossproof_lang::Code::SqlDoesNotPlan
+                    .at(assertion.sql_span, format!("SQL does not plan: {message}"))
+                    .label("in this query")
+                    .help(
+                        "the tables are diff(table, key, consumer, kind, source, lake), \
+                         summary(consumer, table, rows_compared, source_rows, lake_rows, wrong_rows, missing, extra, stale, wrong, resurrected, duplicate), \
+                         source_rows(table, key, row), lake_rows(consumer, table, key, row), \
+                         faults(phase, planned_ms, action, fault, text, fired, fired_ms, during_load, outcome)",
+                    ),
+            );
+        }
+    }
+    if !found.is_empty() {
+        analysis.diagnostics.extend(found);
+        analysis.plan = None;
+    }
 }
 
 /// Print an analysis' diagnostics to stderr, in colour on a terminal.

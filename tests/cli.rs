@@ -100,3 +100,15 @@ fn fmt_rewrites_checks_and_refuses_broken_files() {
     );
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// An assertion naming a table the reconciler does not have is an error at
+/// the assertion's SQL, found by `check` before any stack exists.
+#[test]
+fn check_plans_assertions_against_the_reconcilers_tables() {
+    let bad = lossproof(&["check", "tests/inputs/plan/unknown-table.lp"]);
+    let text = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{text}");
+    assert!(text.contains("lp::check::sql-does-not-plan"), "{text}");
+    assert!(text.contains("table 'datafusion.public.dif' not found"), "{text}");
+    assert!(text.contains("unknown-table.lp:6:"), "points into the file: {text}");
+}

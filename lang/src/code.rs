@@ -71,6 +71,7 @@ codes! {
     UnknownAssertion => "lp::check::unknown-assertion", "an `expect` line matches no assertion shorthand";
     SqlSyntax => "lp::check::sql-syntax", "an assertion's SQL does not parse";
     SqlNotReadOnly => "lp::check::sql-not-read-only", "an assertion's SQL is not a single read-only query";
+    SqlDoesNotPlan => "lp::check::sql-does-not-plan", "an assertion's SQL names a table, column or function the reconciler's tables do not have";
     NoPhases => "lp::check::no-phases", "a scenario with nothing to run";
 }
 
