@@ -239,11 +239,18 @@ fn junit_xml(scenario: &str, results: &[SeedRecord]) -> String {
                 Some(false) => {
                     failures += 1;
                     let got = a.got.clone().or_else(|| a.note.clone()).unwrap_or_default();
-                    format!("<failure message=\"got {}\">{}</failure>", esc(&got), esc(&a.sql))
+                    format!(
+                        "<failure message=\"got {}\">{}</failure>",
+                        esc(&got),
+                        esc(&a.sql)
+                    )
                 }
                 None => {
                     skipped += 1;
-                    format!("<skipped message=\"{}\"/>", esc(a.note.as_deref().unwrap_or_default()))
+                    format!(
+                        "<skipped message=\"{}\"/>",
+                        esc(a.note.as_deref().unwrap_or_default())
+                    )
                 }
             };
             let _ = writeln!(
@@ -376,9 +383,10 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
 /// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
 /// with the recorded scenario file and consumers.
 pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool, String> {
-    let text = std::fs::read_to_string(record).map_err(|e| format!("cannot read {}: {e}", record.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not a run record: {e}", record.display()))?;
+    let text = std::fs::read_to_string(record)
+        .map_err(|e| format!("cannot read {}: {e}", record.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a run record: {e}", record.display()))?;
     let file = value["file"]
         .as_str()
         .ok_or_else(|| format!("{} names no scenario file", record.display()))?;
@@ -387,11 +395,18 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool
         .map(|s| s.iter().filter_map(serde_json::Value::as_u64).collect())
         .unwrap_or_default();
     if !recorded.contains(&seed) {
-        return Err(format!("seed {seed} is not in {} (seeds {recorded:?})", record.display()));
+        return Err(format!(
+            "seed {seed} is not in {} (seeds {recorded:?})",
+            record.display()
+        ));
     }
     let consumers: Vec<String> = value["consumers"]
         .as_array()
-        .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|c| {
+            c.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let seeds = seed.to_string();
     run(&Args {

@@ -44,8 +44,12 @@ pub fn plan_assertions(analysis: &mut Analysis) {
     }
     let empty = lossproof_runtime::reconcile::Reconciliation::default();
     let faults = lossproof_stdlib::run::faults_batch(&[]);
-    let Ok(ctx) = empty.session(&[("faults", faults)]) else { return };
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else { return };
+    let Ok(ctx) = empty.session(&[("faults", faults)]) else {
+        return;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
+        return;
+    };
     let mut found = Vec::new();
     for assertion in &plan.assertions {
         let options = datafusion::execution::context::SQLOptions::new()

@@ -226,20 +226,15 @@ fn timestamp_micros_into(micros: i64, out: &mut String) {
     let frac = micros.rem_euclid(1_000_000);
     match chrono::DateTime::from_timestamp(secs, 0) {
         Some(t) if (0..=9999).contains(&t.year()) => {
-            push_digits(out, t.year().unsigned_abs(), 4);
-            out.push('-');
-            push_digits(out, t.month(), 2);
-            out.push('-');
-            push_digits(out, t.day(), 2);
-            out.push('T');
-            push_digits(out, t.hour(), 2);
-            out.push(':');
-            push_digits(out, t.minute(), 2);
-            out.push(':');
-            push_digits(out, t.second(), 2);
-            out.push('.');
-            push_digits(out, frac.unsigned_abs() as u32, 6);
-            out.push('Z');
+            let mut text = *b"0000-00-00T00:00:00.000000Z";
+            put_digits(&mut text[0..4], t.year().unsigned_abs());
+            put_digits(&mut text[5..7], t.month());
+            put_digits(&mut text[8..10], t.day());
+            put_digits(&mut text[11..13], t.hour());
+            put_digits(&mut text[14..16], t.minute());
+            put_digits(&mut text[17..19], t.second());
+            put_digits(&mut text[20..26], frac.unsigned_abs() as u32);
+            out.push_str(std::str::from_utf8(&text).unwrap_or_default());
         }
         Some(t) => {
             let _ = write!(out, "{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S"));
@@ -250,10 +245,11 @@ fn timestamp_micros_into(micros: i64, out: &mut String) {
     }
 }
 
-/// The last `width` decimal digits of `value`, zero-padded.
-fn push_digits(out: &mut String, value: u32, width: u32) {
-    for place in (0..width).rev() {
-        out.push(char::from(b'0' + (value / 10u32.pow(place) % 10) as u8));
+/// The last `digits.len()` decimal digits of `value` into `digits`, zero-padded.
+fn put_digits(digits: &mut [u8], mut value: u32) {
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod alter;
 mod connector;
+mod junk;
 mod process;
 mod redeliver;
 
@@ -54,6 +55,7 @@ pub const REGISTRY: &[(&str, FaultFn)] = &[
         Box::pin(connector::recreate(c, a))
     }),
     ("drop-slot", |c, a| Box::pin(connector::drop_slot(c, a))),
+    ("inject-junk", |c, a| Box::pin(junk::inject(c, a))),
 ];
 
 /// The implementation of fault `name`, if it has one yet.
