@@ -9,6 +9,7 @@ mod explain;
 mod fmt;
 mod lsp;
 mod reconcile_cli;
+mod report_html;
 mod run_cli;
 mod scenario;
 mod stack_cli;
@@ -114,6 +115,9 @@ enum Command {
         /// Also write JUnit XML (one test case per seed and assertion).
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Also write an HTML report (wrong rows per seed, the worst seed's faults over time).
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
     /// Run one seed of a recorded run again (same scenario file, same consumers).
     Replay {
@@ -317,6 +321,7 @@ fn main() -> ExitCode {
             keep,
             out,
             junit,
+            html,
         } => run_cli::run(&run_cli::Args {
             file: &file,
             seeds: &seeds,
@@ -325,6 +330,7 @@ fn main() -> ExitCode {
             keep,
             out: out.as_deref(),
             junit: junit.as_deref(),
+            html: html.as_deref(),
         }),
         Command::Replay {
             record,

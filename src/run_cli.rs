@@ -21,6 +21,7 @@ pub struct Args<'a> {
     pub keep: bool,
     pub out: Option<&'a Path>,
     pub junit: Option<&'a Path>,
+    pub html: Option<&'a Path>,
 }
 
 /// The machine-readable record of a run.
@@ -157,40 +158,15 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
     })?;
 
     print_report(&results, &consumers, args.file);
-    let record = RunRecord {
-        lossproof_version: env!("CARGO_PKG_VERSION"),
-        scenario: plan.scenario.clone(),
-        // Absolute, so `replay` works from any directory.
-        file: std::fs::canonicalize(args.file)
-            .unwrap_or_else(|_| args.file.to_path_buf())
-            .display()
-            .to_string(),
-        run_id: &run_id,
-        seeds: &seeds,
-        consumers: &consumers,
-        results: &results,
-    };
-    let out: PathBuf = args.out.map_or_else(
-        || {
-            stack
-                .state()
-                .root()
-                .join("runs")
-                .join(format!("{run_id}.json"))
-        },
-        Path::to_path_buf,
-    );
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
-    std::fs::write(&out, text + "\n").map_err(|e| format!("write {}: {e}", out.display()))?;
-    println!("run record: {}", out.display());
-    if let Some(junit) = args.junit {
-        std::fs::write(junit, junit_xml(&plan.scenario, &results))
-            .map_err(|e| format!("write {}: {e}", junit.display()))?;
-        println!("JUnit XML: {}", junit.display());
-    }
+    write_outputs(
+        args,
+        &plan.scenario,
+        &run_id,
+        &seeds,
+        &consumers,
+        &results,
+        &stack,
+    )?;
     if results.iter().any(|r| r.verdict == Verdict::Invalid) {
         return Err(format!(
             "{} of {} seeds INVALID (not scored)",
@@ -265,6 +241,58 @@ fn junit_xml(scenario: &str, results: &[SeedRecord]) -> String {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">\n{cases}  </testsuite>\n</testsuites>\n",
         esc(scenario)
     )
+}
+
+/// The run record, and the JUnit XML and HTML report if asked for.
+fn write_outputs(
+    args: &Args<'_>,
+    scenario: &str,
+    run_id: &str,
+    seeds: &[u64],
+    consumers: &[String],
+    results: &[SeedRecord],
+    stack: &Stack,
+) -> Result<(), String> {
+    let record = RunRecord {
+        lossproof_version: env!("CARGO_PKG_VERSION"),
+        scenario: scenario.to_owned(),
+        // Absolute, so `replay` works from any directory.
+        file: std::fs::canonicalize(args.file)
+            .unwrap_or_else(|_| args.file.to_path_buf())
+            .display()
+            .to_string(),
+        run_id,
+        seeds,
+        consumers,
+        results,
+    };
+    let out: PathBuf = args.out.map_or_else(
+        || {
+            stack
+                .state()
+                .root()
+                .join("runs")
+                .join(format!("{run_id}.json"))
+        },
+        Path::to_path_buf,
+    );
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
+    std::fs::write(&out, text + "\n").map_err(|e| format!("write {}: {e}", out.display()))?;
+    println!("run record: {}", out.display());
+    if let Some(html) = args.html {
+        let page = crate::report_html::page(scenario, run_id, consumers, results, None);
+        std::fs::write(html, page).map_err(|e| format!("write {}: {e}", html.display()))?;
+        println!("HTML report: {}", html.display());
+    }
+    if let Some(junit) = args.junit {
+        std::fs::write(junit, junit_xml(scenario, results))
+            .map_err(|e| format!("write {}: {e}", junit.display()))?;
+        println!("JUnit XML: {}", junit.display());
+    }
+    Ok(())
 }
 
 fn seed_line(record: &SeedRecord) -> String {
@@ -417,6 +445,7 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool
         keep,
         out: None,
         junit: None,
+        html: None,
     })
 }
 

@@ -220,7 +220,10 @@ async fn execute(
         consumers.insert(kind.clone(), consumer);
     }
     let consumers = tokio::sync::Mutex::new(consumers);
-    let ctx = Ctx {
+    let mut ctx = Ctx {
+        seed,
+        occurrence: 0,
+        phase_end: Instant::now(),
         stack,
         ports,
         source: &source,
@@ -246,6 +249,7 @@ async fn execute(
         progress(&format!("phase {}: {}", index + 1, phase.describe()));
         let phase_start = Instant::now();
         let duration = Duration::from_millis(duration_ms);
+        ctx.phase_end = phase_start + duration;
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);
         let workload = load.then(|| {
             let plan = plan.workload.clone();
@@ -273,6 +277,7 @@ async fn execute(
             }
             entry.during_load = workload.as_ref().is_some_and(|w| !w.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
+            ctx.occurrence = i;
             let fire = fault::find(&action.fault)
                 .ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
             let outcome = tokio::time::timeout(Duration::from_mins(2), fire(&ctx, action))

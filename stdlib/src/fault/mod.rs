@@ -8,6 +8,7 @@
 
 mod alter;
 mod connector;
+mod duplicate;
 mod junk;
 mod process;
 mod redeliver;
@@ -31,6 +32,12 @@ pub struct Ctx<'a> {
     /// The connector's configuration (to re-create it).
     pub connector_config: &'a serde_json::Value,
     pub workload: &'static WorkloadSig,
+    /// The seed, and the index of the occurrence being fired (faults that
+    /// draw randomness draw it from these).
+    pub seed: u64,
+    pub occurrence: usize,
+    /// When the current phase ends (faults that keep acting stop then).
+    pub phase_end: std::time::Instant,
     /// The consumers under test, by name.
     pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
 }
@@ -56,6 +63,7 @@ pub const REGISTRY: &[(&str, FaultFn)] = &[
     }),
     ("drop-slot", |c, a| Box::pin(connector::drop_slot(c, a))),
     ("inject-junk", |c, a| Box::pin(junk::inject(c, a))),
+    ("duplicate", |c, a| Box::pin(duplicate::duplicate(c, a))),
 ];
 
 /// The implementation of fault `name`, if it has one yet.

@@ -1,0 +1,75 @@
+//! `duplicate N%`: from the moment it fires until its phase ends, N% of the
+//! change events are sent again, as producer retries after lost
+//! acknowledgements would — each copy lands later in the partition than its
+//! original, after newer changes. Which events are copied is drawn from the
+//! seed.
+
+use std::time::{Duration, Instant};
+
+use lossproof_lang::plan::{ArgValue, PlannedAction};
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore as _, SeedableRng as _};
+use rdkafka::Message as _;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{Ctx, Fired};
+
+#[allow(clippy::unused_async)] // every fault has the registry's async signature
+pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    let share = match action.args.get("share") {
+        Some(ArgValue::Percent(p)) => *p,
+        other => return Err(format!("`{}` has no share ({other:?})", action.text)),
+    };
+    let broker = format!("127.0.0.1:{}", ctx.ports.broker);
+    let topics = crate::consumer::topics(ctx.names, ctx.workload);
+    let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed);
+    rng.set_stream(ctx.occurrence as u64);
+    let until = ctx.phase_end;
+    let reader: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &broker)
+        .set("group.id", "lossproof-duplicate")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .map_err(|e| format!("kafka client: {e}"))?;
+    let producer: BaseProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &broker)
+        .create()
+        .map_err(|e| format!("kafka producer: {e}"))?;
+    // From now on: every record that arrives from here is a candidate.
+    let mut from = TopicPartitionList::new();
+    for topic in &topics {
+        let start = reader
+            .fetch_watermarks(topic, 0, Duration::from_secs(5))
+            .map_or(Offset::Beginning, |(_, high)| Offset::Offset(high));
+        from.add_partition_offset(topic, 0, start)
+            .map_err(|e| e.to_string())?;
+    }
+    reader.assign(&from).map_err(|e| e.to_string())?;
+    // A thread of its own until the phase ends (bounded by it).
+    std::thread::spawn(move || {
+        while Instant::now() < until {
+            let Some(Ok(message)) = reader.poll(Duration::from_millis(200)) else {
+                continue;
+            };
+            if (rng.next_u64() % 10_000) as f64 / 100.0 >= share {
+                continue;
+            }
+            let mut record = BaseRecord::<[u8], [u8]>::to(message.topic());
+            if let Some(key) = message.key() {
+                record = record.key(key);
+            }
+            if let Some(value) = message.payload() {
+                record = record.payload(value);
+            }
+            let _ = producer.send(record);
+            producer.poll(Duration::ZERO);
+        }
+        let _ = producer.flush(Duration::from_secs(10));
+    });
+    Ok(format!(
+        "re-sending {share}% of the change events until the phase ends"
+    ))
+}
