@@ -238,6 +238,8 @@ pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> Result<boo
     })
 }
 
+/// One size: set up both sides, time every method, print the table. True
+/// if every method found exactly the planted differences.
 async fn measure(
     source: &tokio_postgres::Client,
     lake: &Lake,
