@@ -139,6 +139,32 @@ fn start_ticks(pid: i32) -> Option<u64> {
     stat(pid).map(|(_, ticks)| ticks)
 }
 
+/// Running processes other than this one with a command-line argument that
+/// mentions the path `needle` (followed by the argument's end or `/`, so
+/// `…/broker` does not match `…/broker-postgres`): what an `up` killed
+/// between starting a component and recording it leaves behind.
+#[must_use]
+pub fn with_cmdline_containing(needle: &str) -> Vec<i32> {
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != me && running(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+                String::from_utf8_lossy(&raw).split('\0').any(|arg| {
+                    arg.match_indices(needle).any(|(at, _)| {
+                        matches!(arg[at + needle.len()..].chars().next(), None | Some('/'))
+                    })
+                })
+            })
+        })
+        .collect()
+}
+
 /// The process group of `pid`.
 #[must_use]
 pub fn pgid(pid: i32) -> Option<i32> {
@@ -150,6 +176,22 @@ pub fn pgid(pid: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strays_are_found_by_a_path_argument_and_not_by_a_longer_one() {
+        let dir = format!("/tmp/lp-strays-{}", std::process::id());
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30; true"])
+            .arg(format!("{dir}/broker-postgres"))
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(with_cmdline_containing(&format!("{dir}/broker-postgres")).contains(&pid));
+        assert!(!with_cmdline_containing(&format!("{dir}/broker")).contains(&pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     #[test]
     fn spawns_in_its_own_group_and_stops_the_whole_group() {

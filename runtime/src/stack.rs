@@ -168,6 +168,25 @@ impl Stack {
                 record.processes.remove(&component);
                 self.state.save(&record)?;
             }
+            // One started by an `up` that was killed before recording it
+            // would hold the port: stop its whole group first.
+            let dir = self.state.component_dir(component)?;
+            let strays = crate::process::with_cmdline_containing(&dir.display().to_string());
+            for pid in &strays {
+                if let Some(group) = crate::process::pgid(*pid).filter(|g| *g > 1) {
+                    progress(&format!(
+                        "{component:<16} stopping an unrecorded one (pid {pid})"
+                    ));
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(group),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while strays.iter().any(|p| crate::process::running(*p)) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             let started = Instant::now();
             progress(&format!(
                 "{component:<16} starting on 127.0.0.1:{}",
