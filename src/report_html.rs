@@ -147,8 +147,9 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
     t
 }
 
-/// One seed on a time axis: the load phase, every fault where it fired
-/// (or, hollow, where it was planned and did not fire), the drain.
+/// One seed on a time axis: the workload's operations per second, the load
+/// phase, every fault where it fired (or, hollow, where it was planned and
+/// did not fire), the drain.
 fn fault_timeline(seed: &SeedRecord) -> String {
     let total = seed.timings.total_ms.max(1) as f64;
     let width = 900.0;
@@ -178,12 +179,41 @@ fn fault_timeline(seed: &SeedRecord) -> String {
             esc(&f.outcome)
         );
     }
+    // Throughput: operations the source accepted per second, a line above
+    // the load band (scaled to its own peak).
+    let peak = seed
+        .ops_per_second
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let points: Vec<String> = seed
+        .ops_per_second
+        .iter()
+        .enumerate()
+        .map(|(s, n)| {
+            format!(
+                "{:.1},{:.1}",
+                x(s as u64 * 1000 + 500),
+                38.0 - *n as f64 / peak as f64 * 30.0
+            )
+        })
+        .collect();
+    if !points.is_empty() {
+        let _ = write!(
+            svg,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"#2471a3\"><title>operations per second (peak {peak})</title></polyline>\
+             <text x=\"{:.1}\" y=\"12\" fill=\"#2471a3\">peak {peak} ops/s</text>",
+            points.join(" "),
+            width - 60.0
+        );
+    }
     let _ = write!(
         svg,
         "<text x=\"40\" y=\"90\">0s</text><text x=\"{:.1}\" y=\"90\">{:.0}s</text></svg>",
         width,
         total / 1000.0
     );
-    svg.push_str("<p>Workload throughput over time is not recorded yet.</p>");
     svg
 }

@@ -76,6 +76,16 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     assert!(matches!(code, Some(0 | 1)), "scored, PASS or FAIL: {text}");
     let seed = &first["results"][0];
     assert_eq!(seed["seed"], 3);
+    let per_second: Vec<u64> = seed["ops_per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    assert!(
+        per_second.len() >= 5 && per_second.iter().sum::<u64>() > 0,
+        "throughput per second: {per_second:?}"
+    );
     assert!(
         seed["verdict"] == "PASS" || seed["verdict"] == "FAIL",
         "{seed:#}"
@@ -115,15 +125,35 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     );
 
     // `replay` runs a recorded seed again: the same planned timeline.
-    let replayed = lossproof(&state, &["replay", state.join("first.json").to_str().unwrap(), "--seed", "3"]);
+    let replayed = lossproof(
+        &state,
+        &[
+            "replay",
+            state.join("first.json").to_str().unwrap(),
+            "--seed",
+            "3",
+        ],
+    );
     let text = String::from_utf8_lossy(&replayed.stdout).into_owned();
     let path = text
         .lines()
         .find_map(|l| l.strip_prefix("run record: "))
         .unwrap_or_else(|| panic!("replay prints its record: {text}"));
-    let third: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(first["results"][0]["planned"], third["results"][0]["planned"], "{text}");
-    let wrong = lossproof(&state, &["replay", state.join("first.json").to_str().unwrap(), "--seed", "4"]);
+    let third: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(
+        first["results"][0]["planned"], third["results"][0]["planned"],
+        "{text}"
+    );
+    let wrong = lossproof(
+        &state,
+        &[
+            "replay",
+            state.join("first.json").to_str().unwrap(),
+            "--seed",
+            "4",
+        ],
+    );
     assert_eq!(wrong.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("seed 4 is not in"));
 

@@ -115,6 +115,8 @@ pub struct SeedRecord {
     pub assertions: Vec<AssertionRecord>,
     pub workload_ops: u64,
     pub workload_failed: u64,
+    /// Operations the source accepted per second of the seed (load phases).
+    pub ops_per_second: Vec<u64>,
     pub timings: Timings,
     /// Where the diff was written (`--keep`, FAIL).
     pub diff_file: Option<PathBuf>,
@@ -158,6 +160,7 @@ pub async fn run_seed(
         assertions: Vec::new(),
         workload_ops: 0,
         workload_failed: 0,
+        ops_per_second: Vec::new(),
         timings: Timings::default(),
         diff_file: None,
     };
@@ -300,6 +303,17 @@ async fn execute(
                     .map_err(|e| format!("workload: {e}"))?;
                 record.workload_ops += report.ops;
                 record.workload_failed += report.failed;
+                // Place the phase's seconds on the seed's clock.
+                let offset =
+                    usize::try_from(phase_start.duration_since(seed_start).as_secs()).unwrap_or(0);
+                if record.ops_per_second.len() < offset + report.ops_per_second.len() {
+                    record
+                        .ops_per_second
+                        .resize(offset + report.ops_per_second.len(), 0);
+                }
+                for (i, n) in report.ops_per_second.iter().enumerate() {
+                    record.ops_per_second[offset + i] += n;
+                }
             }
             None => tokio::time::sleep_until((phase_start + duration).into()).await,
         }

@@ -29,6 +29,8 @@ pub struct WorkloadReport {
     pub digest: String,
     /// The source's WAL position after the last write.
     pub final_lsn: u64,
+    /// Operations the database accepted in each second of the run.
+    pub ops_per_second: Vec<u64>,
     pub elapsed_ms: u64,
 }
 
@@ -37,6 +39,7 @@ struct ConnectionResult {
     ops: u64,
     failed: u64,
     digest: u64,
+    per_second: Vec<u64>,
 }
 
 fn mix(plan: &WorkloadPlan) -> [f64; 4] {
@@ -68,7 +71,16 @@ pub async fn run(
         let database = database.to_owned();
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
-            connection_loop(generator, port, database, initial, period, deadline, stop).await
+            connection_loop(
+                generator,
+                port,
+                database,
+                initial,
+                period,
+                (started, deadline),
+                stop,
+            )
+            .await
         }));
     }
     let mut report = WorkloadReport {
@@ -78,6 +90,7 @@ pub async fn run(
         digest: String::new(),
         final_lsn: 0,
         elapsed_ms: 0,
+        ops_per_second: Vec::new(),
     };
     let mut digest = FNV_OFFSET;
     for task in tasks {
@@ -87,6 +100,12 @@ pub async fn run(
         }
         report.ops += result.ops;
         report.failed += result.failed;
+        if report.ops_per_second.len() < result.per_second.len() {
+            report.ops_per_second.resize(result.per_second.len(), 0);
+        }
+        for (total, n) in report.ops_per_second.iter_mut().zip(&result.per_second) {
+            *total += n;
+        }
         digest = fnv1a(digest, &result.digest.to_le_bytes());
     }
     report.digest = format!("{digest:016x}");
@@ -113,7 +132,7 @@ async fn connection_loop(
     database: String,
     initial_customers: u64,
     period: Duration,
-    deadline: Instant,
+    (started, deadline): (Instant, Instant),
     stop: watch::Receiver<bool>,
 ) -> Result<ConnectionResult, tokio_postgres::Error> {
     let mut client = lossproof_runtime::postgres::connect(port, &database)
@@ -124,6 +143,7 @@ async fn connection_loop(
         ops: 0,
         failed: 0,
         digest: FNV_OFFSET,
+        per_second: Vec::new(),
     };
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -145,7 +165,15 @@ async fn connection_loop(
         result.digest = fnv1a(result.digest, op.to_string().as_bytes());
         result.ops += 1;
         *result.by_kind.entry(op.kind().to_owned()).or_default() += 1;
-        if apply(&mut client, &op).await.is_err() {
+        let applied = apply(&mut client, &op).await;
+        if applied.is_ok() {
+            let second = usize::try_from(started.elapsed().as_secs()).unwrap_or(usize::MAX);
+            if result.per_second.len() <= second {
+                result.per_second.resize(second + 1, 0);
+            }
+            result.per_second[second] += 1;
+        }
+        if applied.is_err() {
             result.failed += 1;
             if client.is_closed() {
                 // The server went away (a fault): reconnect, bounded by the run.
