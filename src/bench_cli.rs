@@ -19,11 +19,7 @@ pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
     let ports = stack
         .ports()
         .map_err(|e| format!("{e} (run `lossproof up` first)"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)

@@ -210,11 +210,7 @@ pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> Result<boo
     } else {
         None
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)

@@ -23,11 +23,7 @@ pub struct Args<'a> {
 pub fn careless(args: &Args<'_>) -> Result<bool, String> {
     let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
     let ports = stack.ports().map_err(|e| e.to_string())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let namespace = args
         .namespace

@@ -25,11 +25,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
     let ports = stack
         .ports()
         .map_err(|e| format!("{e} (is the stack up?)"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
     runtime.block_on(async {

@@ -125,11 +125,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         consumers.join(", ")
     );
     let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = crate::stack_cli::runtime()?;
     let results = runtime.block_on(async {
         stack
             .up(&|line| eprintln!("  {line}"))

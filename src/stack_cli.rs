@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use lossproof_runtime::{Component, Stack};
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// The async runtime every stack-facing command runs on (two workers: the
+/// machines this targets have two cores).
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
