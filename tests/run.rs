@@ -124,38 +124,7 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
         "every run has its own id"
     );
 
-    // `replay` runs a recorded seed again: the same planned timeline.
-    let replayed = lossproof(
-        &state,
-        &[
-            "replay",
-            state.join("first.json").to_str().unwrap(),
-            "--seed",
-            "3",
-        ],
-    );
-    let text = String::from_utf8_lossy(&replayed.stdout).into_owned();
-    let path = text
-        .lines()
-        .find_map(|l| l.strip_prefix("run record: "))
-        .unwrap_or_else(|| panic!("replay prints its record: {text}"));
-    let third: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(
-        first["results"][0]["planned"], third["results"][0]["planned"],
-        "{text}"
-    );
-    let wrong = lossproof(
-        &state,
-        &[
-            "replay",
-            state.join("first.json").to_str().unwrap(),
-            "--seed",
-            "4",
-        ],
-    );
-    assert_eq!(wrong.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&wrong.stderr).contains("seed 4 is not in"));
+    replay_plans_the_recorded_timeline(&state, &first);
 
     // A connector paused mid-run never drains: INVALID, with the reason.
     let (code, text, dead) = run(
@@ -186,6 +155,42 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     );
 
     ctrl_c_leaves_no_consumer(&state);
+}
+
+/// `replay` runs a recorded seed again: the same planned timeline; a seed
+/// the record does not hold is refused.
+fn replay_plans_the_recorded_timeline(state: &Path, first: &serde_json::Value) {
+    let replayed = lossproof(
+        state,
+        &[
+            "replay",
+            state.join("first.json").to_str().unwrap(),
+            "--seed",
+            "3",
+        ],
+    );
+    let text = String::from_utf8_lossy(&replayed.stdout).into_owned();
+    let path = text
+        .lines()
+        .find_map(|l| l.strip_prefix("run record: "))
+        .unwrap_or_else(|| panic!("replay prints its record: {text}"));
+    let third: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(
+        first["results"][0]["planned"], third["results"][0]["planned"],
+        "{text}"
+    );
+    let wrong = lossproof(
+        state,
+        &[
+            "replay",
+            state.join("first.json").to_str().unwrap(),
+            "--seed",
+            "4",
+        ],
+    );
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("seed 4 is not in"));
 }
 
 fn ctrl_c_leaves_no_consumer(state: &Path) {
