@@ -6,13 +6,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
+use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::{ConnectClient, Lake, Stack};
 use lossproof_stdlib::consumer::{self, careless};
 use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
-
-const TABLES: [&str; 3] = ["public.customers", "public.orders", "public.order_items"];
 
 pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
     let stack = Stack::open(state).map_err(|e| e.to_string())?;
@@ -26,17 +24,19 @@ pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
             .await
             .map_err(|e| e.to_string())?;
         let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
-        source
-            .batch_execute(&workload::ddl(orders, false))
-            .await
-            .map_err(|e| e.to_string())?;
         let run = format!("bench{}", std::process::id());
         let names = CaptureNames::for_run(&run);
         let connect = ConnectClient::new(ports.connect);
-        let config = debezium::config(&names, &ports, database, &TABLES, Encoding::Avro);
-        debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
-            .await
-            .map_err(|e| e.to_string())?;
+        workload::capture(
+            &source,
+            &connect,
+            &ports,
+            &names,
+            orders,
+            false,
+            Duration::from_mins(1),
+        )
+        .await?;
         let result = measure(&stack, &source, &connect, &names, seconds, rate).await;
         debezium::remove(&connect, &names, &source)
             .await
@@ -84,10 +84,7 @@ async fn measure(
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("the stream did not drain: {e}"))?;
-    let topics: Vec<String> = TABLES
-        .iter()
-        .map(|t| names.topic("public", t.trim_start_matches("public.")))
-        .collect();
+    let topics = consumer::topics(names, &lossproof_stdlib::workloads::WORKLOADS[0]);
 
     let raw = raw_read(ports.broker, &topics)?;
     let (total, read, bytes, raw_secs) = (raw.total, raw.read, raw.bytes, raw.seconds);

@@ -1,12 +1,11 @@
 //! `lossproof reconcile --run RUN`: gate, then score a run's lakes against
 //! the source on the running local stack.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use lossproof_runtime::debezium::{self, CaptureNames};
-use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind, Reconciliation, gate};
+use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
 use lossproof_runtime::{ConnectClient, Lake, Stack};
 use lossproof_stdlib::consumer;
 
@@ -39,15 +38,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         let final_lsn = debezium::current_lsn(&source)
             .await
             .map_err(|e| e.to_string())?;
-        let positions: Vec<gate::ConsumerPosition> = args
-            .consumers
-            .iter()
-            .map(|c| gate::ConsumerPosition {
-                consumer: c.clone(),
-                group: consumer::group(c, &names),
-                topics: consumer::topics(&names, workload),
-            })
-            .collect();
+        let positions = consumer::positions(args.consumers, &names, workload);
         let connect = ConnectClient::new(ports.connect);
         if let Err(invalid) = gate::wait_scoreable(
             &connect,
@@ -65,15 +56,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         let lake = Lake::open(stack.state().root())
             .await
             .map_err(|e| e.to_string())?;
-        let lakes: Vec<ConsumerLake> = args
-            .consumers
-            .iter()
-            .map(|c| ConsumerLake {
-                consumer: c.clone(),
-                namespace: consumer::namespace(c, &names),
-                views: HashMap::new(),
-            })
-            .collect();
+        let lakes = consumer::lakes(args.consumers, &names);
         let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
         let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;
         print_summary(&scored);

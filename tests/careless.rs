@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lossproof_runtime::debezium::{self, CaptureNames, Encoding, NotDrained};
+use lossproof_runtime::debezium::{self, CaptureNames, NotDrained};
 use lossproof_runtime::reconcile::{self, ConsumerLake, Counts, DiffKind, Reconciliation, gate};
 use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
 use lossproof_stdlib::workload::{self, WorkloadReport};
@@ -30,7 +30,6 @@ use lossproof_stdlib::workload::{self, WorkloadReport};
 use crate::stack::{StackGuard, lossproof, ok};
 
 const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
-const TABLES: [&str; 3] = ["public.customers", "public.orders", "public.order_items"];
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
     &lossproof_stdlib::workloads::WORKLOADS[0]
@@ -242,17 +241,20 @@ impl Run {
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, DATABASE)
             .await
             .unwrap();
-        source
-            .batch_execute(&workload::ddl(orders(), false))
-            .await
-            .unwrap();
         let id = format!("{label}{}", std::process::id());
         let names = CaptureNames::for_run(&id);
         let connect = ConnectClient::new(ports.connect);
-        let config = debezium::config(&names, &ports, DATABASE, &TABLES, Encoding::Avro);
-        debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
-            .await
-            .unwrap();
+        workload::capture(
+            &source,
+            &connect,
+            &ports,
+            &names,
+            orders(),
+            false,
+            Duration::from_mins(1),
+        )
+        .await
+        .unwrap();
         Self {
             state: state.to_owned(),
             ports,

@@ -28,8 +28,8 @@ use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array}
 use lossproof_lang::Plan;
 use lossproof_lang::plan::{Phase, SettingValue};
 use lossproof_lang::timeline::Occurrence;
-use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
-use lossproof_runtime::reconcile::{self, ConsumerLake, Summary, gate};
+use lossproof_runtime::debezium::{self, CaptureNames};
+use lossproof_runtime::reconcile::{self, Summary, gate};
 use lossproof_runtime::supervisor::Supervised;
 use lossproof_runtime::{ConnectClient, Lake, Stack};
 use rand_chacha::ChaCha8Rng;
@@ -191,21 +191,17 @@ async fn execute(
         .map_err(|e| format!("source database: {e}"))?;
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
     progress("preparing: source tables, connector, consumers");
-    source
-        .batch_execute(&workload::ddl(orders, full))
-        .await
-        .map_err(|e| format!("create the source tables: {e}"))?;
-    let tables: Vec<String> = orders
-        .tables
-        .iter()
-        .map(|t| format!("public.{}", t.name))
-        .collect();
-    let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let config = debezium::config(&names, &ports, database, &table_refs, Encoding::Avro);
     let connect = ConnectClient::new(ports.connect);
-    debezium::start(&connect, &names, &config, &source, Duration::from_mins(2))
-        .await
-        .map_err(|e| format!("start the connector: {e}"))?;
+    let config = workload::capture(
+        &source,
+        &connect,
+        &ports,
+        &names,
+        orders,
+        full,
+        Duration::from_mins(2),
+    )
+    .await?;
 
     let logs = stack.state().root().join("runs").join(run);
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
@@ -332,15 +328,7 @@ async fn execute(
     let final_lsn = debezium::current_lsn(&source)
         .await
         .map_err(|e| e.to_string())?;
-    let positions: Vec<gate::ConsumerPosition> = options
-        .consumers
-        .iter()
-        .map(|c| gate::ConsumerPosition {
-            consumer: c.clone(),
-            group: crate::consumer::group(c, &names),
-            topics: crate::consumer::topics(&names, orders),
-        })
-        .collect();
+    let positions = crate::consumer::positions(&options.consumers, &names, orders);
     let gated = gate::wait_scoreable(
         &connect,
         &names,
@@ -389,15 +377,7 @@ async fn score(
     let lake = Lake::open(stack.state().root())
         .await
         .map_err(|e| e.to_string())?;
-    let lakes: Vec<ConsumerLake> = options
-        .consumers
-        .iter()
-        .map(|c| ConsumerLake {
-            consumer: c.clone(),
-            namespace: crate::consumer::namespace(c, names),
-            views: std::collections::HashMap::new(),
-        })
-        .collect();
+    let lakes = crate::consumer::lakes(&options.consumers, names);
     let tables: Vec<&str> = crate::workloads::WORKLOADS[0]
         .tables
         .iter()

@@ -23,6 +23,8 @@ use lossproof_lang::vocabulary::{TableSig, WorkloadSig};
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
 use lossproof_runtime::debezium::CaptureNames;
+use lossproof_runtime::reconcile::ConsumerLake;
+use lossproof_runtime::reconcile::gate::ConsumerPosition;
 
 /// The Iceberg namespace consumer `kind` writes run `names`'s tables to.
 #[must_use]
@@ -43,6 +45,38 @@ pub fn topics(names: &CaptureNames, workload: &WorkloadSig) -> Vec<String> {
         .tables
         .iter()
         .map(|t| names.topic("public", t.name))
+        .collect()
+}
+
+/// What the reconciler scores for each of `consumers` in run `names`: its
+/// namespace, read as stored (no per-table views).
+#[must_use]
+pub fn lakes(consumers: &[String], names: &CaptureNames) -> Vec<ConsumerLake> {
+    consumers
+        .iter()
+        .map(|c| ConsumerLake {
+            consumer: c.clone(),
+            namespace: namespace(c, names),
+            views: std::collections::HashMap::new(),
+        })
+        .collect()
+}
+
+/// What the drain gate checks for each of `consumers` in run `names`: its
+/// group's committed offsets on every topic of `workload`.
+#[must_use]
+pub fn positions(
+    consumers: &[String],
+    names: &CaptureNames,
+    workload: &WorkloadSig,
+) -> Vec<ConsumerPosition> {
+    consumers
+        .iter()
+        .map(|c| ConsumerPosition {
+            consumer: c.clone(),
+            group: group(c, names),
+            topics: topics(names, workload),
+        })
         .collect()
 }
 

@@ -1,11 +1,13 @@
 //! The `orders` workload: customers -> orders -> order_items with ON DELETE
 //! CASCADE, written by a seeded generator from several connections.
 
+pub mod capture;
 pub mod generator;
 pub mod op;
 pub mod runner;
 pub mod schema;
 
+pub use capture::capture;
 pub use generator::Generator;
 pub use op::Op;
 pub use runner::{WorkloadReport, run};
