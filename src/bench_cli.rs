@@ -13,10 +13,7 @@ use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
 pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    let ports = stack
-        .ports()
-        .map_err(|e| format!("{e} (run `lossproof up` first)"))?;
+    let (stack, ports) = crate::stack_cli::running(state)?;
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;

@@ -23,9 +23,9 @@ use arrow_schema::SchemaRef;
 use futures_util::TryStreamExt as _;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::{Catalog as _, TableCreation, TableIdent};
+use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{Commit, write_data_files};
 use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind};
-use lossproof_runtime::{Lake, Stack};
 
 /// The source table (and the Iceberg table's name: the reconciler matches by name).
 const TABLE: &str = "bench_rows";
@@ -193,10 +193,7 @@ struct Measured {
 }
 
 pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> Result<bool, String> {
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    let ports = stack
-        .ports()
-        .map_err(|e| format!("{e} (run `lossproof up` first)"))?;
+    let (stack, ports) = crate::stack_cli::running(state)?;
     let reladiff = if with_reladiff {
         match ensure_reladiff() {
             Ok(path) => Some(path),

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
-use lossproof_runtime::{Lake, Stack};
 use lossproof_stdlib::consumer::{self, careless};
 
 /// What to consume and where to write, as given on the command line.
@@ -21,8 +21,7 @@ pub struct Args<'a> {
 }
 
 pub fn careless(args: &Args<'_>) -> Result<bool, String> {
-    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
-    let ports = stack.ports().map_err(|e| e.to_string())?;
+    let (stack, ports) = crate::stack_cli::running(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let namespace = args

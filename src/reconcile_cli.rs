@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
-use lossproof_runtime::{ConnectClient, Lake, Stack};
+use lossproof_runtime::{ConnectClient, Lake};
 use lossproof_stdlib::consumer;
 
 pub struct Args<'a> {
@@ -20,10 +20,7 @@ pub struct Args<'a> {
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
 /// (exit 2) when the run is INVALID.
 pub fn run(args: &Args<'_>) -> Result<bool, String> {
-    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
-    let ports = stack
-        .ports()
-        .map_err(|e| format!("{e} (is the stack up?)"))?;
+    let (stack, ports) = crate::stack_cli::running(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];

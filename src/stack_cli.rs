@@ -15,6 +15,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
+/// The stack in `state` and its ports, for commands that need it running;
+/// the error says how to start it.
+pub fn running(state: &Path) -> Result<(Stack, lossproof_runtime::Ports), String> {
+    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    let ports = stack.ports().map_err(|e| {
+        format!(
+            "{e} (is the stack up? `lossproof up --state {}`)",
+            state.display()
+        )
+    })?;
+    Ok((stack, ports))
+}
+
 fn say(line: &str) {
     eprintln!("  {line}");
 }

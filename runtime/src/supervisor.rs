@@ -74,12 +74,6 @@ impl Supervised {
         }
     }
 
-    /// Whether it is frozen by [`Supervised::pause`].
-    #[must_use]
-    pub fn paused(&self) -> bool {
-        self.paused
-    }
-
     fn group(&self) -> Option<Pid> {
         self.child
             .as_ref()
@@ -142,14 +136,6 @@ impl Supervised {
         let resumed = killpg(group, Signal::SIGCONT).is_ok();
         self.paused = !resumed;
         resumed
-    }
-
-    /// The end of its log.
-    #[must_use]
-    pub fn log_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
     }
 }
 

@@ -20,7 +20,7 @@ pub mod diff;
 pub mod gate;
 pub mod source;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
@@ -373,14 +373,4 @@ fn arrow_cast_f64(column: &ArrayRef) -> Result<f64, String> {
         return Err("the query returned NULL".into());
     }
     Ok(values.value(0))
-}
-
-/// Per (consumer, table) counts as an ordered map, for printing.
-#[must_use]
-pub fn by_consumer(summary: &[Summary]) -> BTreeMap<&str, Vec<&Summary>> {
-    let mut out: BTreeMap<&str, Vec<&Summary>> = BTreeMap::new();
-    for s in summary {
-        out.entry(s.consumer.as_str()).or_default().push(s);
-    }
-    out
 }
