@@ -16,15 +16,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// The stack in `state` and its ports, for commands that need it running;
-/// the error says how to start it.
+/// the error says how to start it (with this state directory).
 pub fn running(state: &Path) -> Result<(Stack, lossproof_runtime::Ports), String> {
     let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    let ports = stack.ports().map_err(|e| {
-        format!(
-            "{e} (is the stack up? `lossproof up --state {}`)",
-            state.display()
-        )
-    })?;
+    let ports = stack
+        .ports()
+        .map_err(|e| format!("{e} --state {}", state.display()))?;
     Ok((stack, ports))
 }
 
