@@ -1,18 +1,19 @@
-//! `lossproof bench careless`: how fast the careless consumer applies a real
-//! change stream (records/s from topic to committed Iceberg), next to how
-//! fast a bare rdkafka consumer reads the same topics. Figures, not a test:
-//! the machines are shared and noisy.
+//! `lossproof bench consumer`: how fast the correct and the careless
+//! consumers apply the same real change stream (records/s from topic to
+//! committed Iceberg, each into a namespace of its own), next to how fast a
+//! bare rdkafka consumer reads the same topics. Figures, not a test: the
+//! machines are shared and noisy; use a release build.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::{ConnectClient, Lake, Stack};
-use lossproof_stdlib::consumer::{self, careless};
+use lossproof_stdlib::consumer::{self, careless, correct};
 use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
+pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<bool, String> {
     let (stack, ports) = crate::stack_cli::running(state)?;
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
@@ -34,7 +35,7 @@ pub fn careless(state: &Path, seconds: u64, rate: u64) -> Result<bool, String> {
             Duration::from_mins(1),
         )
         .await?;
-        let result = measure(&stack, &source, &connect, &names, seconds, rate).await;
+        let result = measure(&stack, &source, &connect, &names, seconds, rate, batch).await;
         debezium::remove(&connect, &names, &source)
             .await
             .map_err(|e| e.to_string())?;
@@ -49,6 +50,7 @@ async fn measure(
     names: &CaptureNames,
     seconds: u64,
     rate: u64,
+    batch: usize,
 ) -> Result<bool, String> {
     let ports = stack.ports().map_err(|e| e.to_string())?;
     let scenario =
@@ -86,17 +88,36 @@ async fn measure(
     let raw = raw_read(ports.broker, &topics)?;
     let (total, read, bytes, raw_secs) = (raw.total, raw.read, raw.bytes, raw.seconds);
 
-    // Careless: the same records, topic to committed Iceberg.
     let lake = Lake::open(stack.state().root())
         .await
         .map_err(|e| e.to_string())?;
+    let workload_sig = &lossproof_stdlib::workloads::WORKLOADS[0];
+
+    // Correct: the same records, topic to committed Iceberg.
+    let correct_config = correct::Config {
+        broker_port: ports.broker,
+        registry_port: ports.registry,
+        namespace: format!("bench_correct_{}", names.topic_prefix),
+        table_prefix: String::new(),
+        workload: workload_sig,
+        topics: topics.clone(),
+        group: format!("lossproof-bench-correct-{}", std::process::id()),
+        batch_max: batch,
+        linger: Duration::from_millis(200),
+        stop_after: None,
+        until_end: true,
+        failpoint: None,
+    };
+    let (_keep, stop) = tokio::sync::watch::channel(false);
+    let started = Instant::now();
+    let right = correct::run(&lake, &correct_config, stop, &|_| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    let correct_secs = started.elapsed().as_secs_f64();
+
+    // Careless: the same records, topic to committed Iceberg.
     let namespace = format!("bench_careless_{}", names.topic_prefix);
-    let tables = consumer::ensure_tables(
-        &lake,
-        &namespace,
-        &lossproof_stdlib::workloads::WORKLOADS[0],
-    )
-    .await?;
+    let tables = consumer::ensure_tables(&lake, &namespace, workload_sig).await?;
     let config = careless::Config {
         broker_port: ports.broker,
         registry_port: ports.registry,
@@ -104,7 +125,7 @@ async fn measure(
         tables,
         group: format!("lossproof-bench-careless-{}", std::process::id()),
         auto_commit: Duration::from_secs(1),
-        batch_max: 500,
+        batch_max: batch,
         linger: Duration::from_millis(200),
         stop_after: Some(total),
     };
@@ -112,9 +133,12 @@ async fn measure(
     let started = Instant::now();
     let applied = careless::run(&lake, &config, stop, &|_| {}).await?;
     let careless_secs = started.elapsed().as_secs_f64();
+    for ns in [&correct_config.namespace, &namespace] {
+        let _ = lake.drop_namespace(ns).await;
+    }
 
     println!(
-        "records on the topics: {total} ({} workload operations, {:.1} MB of values)",
+        "records on the topics: {total} ({} workload operations, {:.1} MB of values), batches of up to {batch}",
         report.ops,
         bytes as f64 / 1e6
     );
@@ -122,19 +146,24 @@ async fn measure(
         "{:<28} {:>10} {:>10} {:>12}",
         "reader", "records", "seconds", "records/s"
     );
+    for (name, records, secs) in [
+        ("raw rdkafka consume", read, raw_secs),
+        ("correct -> Iceberg", right.records, correct_secs),
+        ("careless -> Iceberg", applied.records, careless_secs),
+    ] {
+        println!(
+            "{name:<28} {records:>10} {secs:>10.2} {:>12.0}",
+            records as f64 / secs
+        );
+    }
     println!(
-        "{:<28} {:>10} {:>10.2} {:>12.0}",
-        "raw rdkafka consume",
-        read,
-        raw_secs,
-        read as f64 / raw_secs
-    );
-    println!(
-        "{:<28} {:>10} {:>10.2} {:>12.0}",
-        "careless -> Iceberg",
-        applied.records,
-        careless_secs,
-        applied.records as f64 / careless_secs
+        "correct: {} batches, {} commits ({:.1} ms per batch on average), {} changes applied, {} not newer, {} conflicts",
+        right.batches,
+        right.commits,
+        correct_secs * 1000.0 / right.batches.max(1) as f64,
+        right.applied,
+        right.skipped,
+        right.conflicts
     );
     println!(
         "careless: {} batches, {} commits ({:.1} ms per commit on average), {} errors",
@@ -143,7 +172,7 @@ async fn measure(
         careless_secs * 1000.0 / applied.commits.max(1) as f64,
         applied.errors
     );
-    Ok(applied.errors == 0 && read == total)
+    Ok(applied.errors == 0 && read == total && right.records == total)
 }
 
 /// What a bare consumer read.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
-use lossproof_stdlib::consumer::{self, careless};
+use lossproof_stdlib::consumer::{self, careless, correct};
 
 /// What to consume and where to write, as given on the command line.
 pub struct Args<'a> {
@@ -75,5 +75,72 @@ async fn stop_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+/// `lossproof consumer correct …`, as given on the command line.
+pub struct CorrectArgs<'a> {
+    pub state: &'a Path,
+    pub run: &'a str,
+    pub namespace: Option<&'a str>,
+    pub batch_max: usize,
+    pub linger_ms: u64,
+    pub rebuild: bool,
+    pub failpoint: Option<&'a str>,
+}
+
+/// Exit code of a correct consumer that stopped on a change it must not
+/// guess at (the executor reports the seed FAIL with the reason).
+pub const FATAL_EXIT: i32 = 3;
+
+pub fn correct(args: &CorrectArgs<'_>) -> Result<bool, String> {
+    let (stack, ports) = crate::stack_cli::running(args.state)?;
+    let runtime = crate::stack_cli::runtime()?;
+    let names = CaptureNames::for_run(args.run);
+    let namespace = args
+        .namespace
+        .map_or_else(|| consumer::namespace("correct", &names), str::to_owned);
+    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let failpoint = args
+        .failpoint
+        .map(str::parse::<correct::Failpoint>)
+        .transpose()?;
+    let config = correct::Config {
+        broker_port: ports.broker,
+        registry_port: ports.registry,
+        namespace,
+        table_prefix: String::new(),
+        workload,
+        topics: consumer::topics(&names, workload),
+        group: consumer::group("correct", &names),
+        batch_max: args.batch_max,
+        linger: Duration::from_millis(args.linger_ms),
+        stop_after: None,
+        until_end: false,
+        failpoint,
+    };
+    let result = runtime.block_on(async {
+        let lake = Lake::open(stack.state().root())
+            .await
+            .map_err(|e| correct::Fatal::Other(e.to_string()))?;
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stop_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let log = |line: &str| eprintln!("{line}");
+        if args.rebuild {
+            correct::rebuild::run(&lake, &config, stop, &log).await
+        } else {
+            correct::run(&lake, &config, stop, &log).await.map(|_| ())
+        }
+    });
+    match result {
+        Ok(()) => Ok(true),
+        Err(fatal @ correct::Fatal::Schema { .. }) => {
+            eprintln!("fatal: {fatal}");
+            std::process::exit(FATAL_EXIT);
+        }
+        Err(other) => Err(other.to_string()),
     }
 }

@@ -199,9 +199,9 @@ fn without_error_backtraces() {
 
 #[derive(Subcommand)]
 enum BenchWhat {
-    /// The careless consumer's apply rate (records/s, topic to committed
-    /// Iceberg) next to a raw rdkafka read of the same topics.
-    Careless {
+    /// The correct and careless consumers' apply rates (records/s, topic to
+    /// committed Iceberg) next to a raw rdkafka read of the same topics.
+    Consumer {
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
         /// Seconds of workload that fill the topics.
@@ -210,6 +210,9 @@ enum BenchWhat {
         /// Workload operations per second.
         #[arg(long, default_value_t = 1000)]
         rate: u64,
+        /// Records per batch at most (both consumers).
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
     },
     /// The reconciler's rate (rows/s) over a source table and a lake table
     /// with 1% differences, next to reladiff and the raw read cost.
@@ -252,15 +255,46 @@ enum ConsumerKind {
         #[arg(long, default_value_t = 1000)]
         auto_commit_ms: u64,
     },
+    /// Exactly-once: offsets in the same Iceberg commit as the rows, resumes
+    /// from the lake, applies by source commit order per key, remembers
+    /// deletes, copy-on-write, evolves the schema, dead-letters junk,
+    /// retries conflicts (docs/consumers.md). Exit 3: stopped on a change it
+    /// must not guess at (a schema change Iceberg cannot express).
+    Correct {
+        /// The run whose topics (`lp_<run>.public.<table>`) to consume.
+        #[arg(long)]
+        run: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Iceberg namespace for its tables [default: correct_lp_<run>].
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Records per batch at most.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// A batch closes this long after its first record.
+        #[arg(long, default_value_t = 200)]
+        linger_ms: u64,
+        /// Rebuild every table from the beginning of the topics into new
+        /// tables, then swap them in atomically (stop the running consumer
+        /// first); exits when the rebuild reached the topics' ends.
+        #[arg(long)]
+        rebuild: bool,
+        /// Crash on purpose (tests): `after-files:N`, `after-commit:N`,
+        /// `before-mirror:N` (SIGKILL itself at that step of batch N).
+        #[arg(long, hide = true)]
+        failpoint: Option<String>,
+    },
 }
 
 fn bench(what: BenchWhat) -> Result<bool, String> {
     match what {
-        BenchWhat::Careless {
+        BenchWhat::Consumer {
             state,
             seconds,
             rate,
-        } => bench_cli::careless(&state, seconds, rate),
+            batch,
+        } => bench_cli::consumers(&state, seconds, rate, batch),
         BenchWhat::Reconcile {
             state,
             rows,
@@ -311,6 +345,28 @@ fn main() -> ExitCode {
             batch_max: batch,
             linger_ms,
             auto_commit_ms,
+        }),
+        Command::Consumer {
+            kind:
+                ConsumerKind::Correct {
+                    run,
+                    state,
+                    namespace,
+                    batch,
+                    linger_ms,
+                    rebuild,
+                    failpoint,
+                },
+        } => consumer_cli::correct(&consumer_cli::CorrectArgs {
+            state: &state,
+            run: &run,
+            namespace: namespace.as_deref(),
+            batch_max: batch,
+            linger_ms,
+            rebuild,
+            failpoint: failpoint
+                .or_else(|| std::env::var("LOSSPROOF_FAILPOINT").ok())
+                .as_deref(),
         }),
         Command::Bench { what } => bench(what),
         Command::Run {

@@ -37,6 +37,9 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
             .map_err(|e| e.to_string())?;
         let positions = consumer::positions(args.consumers, &names, workload);
         let connect = ConnectClient::new(ports.connect);
+        let lake = Lake::open(stack.state().root())
+            .await
+            .map_err(|e| e.to_string())?;
         if let Err(invalid) = gate::wait_scoreable(
             &connect,
             &names,
@@ -44,15 +47,13 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
             final_lsn,
             ports.broker,
             &positions,
+            Some(&lake),
             args.wait,
         )
         .await
         {
             return Err(format!("INVALID: {invalid} — not scored"));
         }
-        let lake = Lake::open(stack.state().root())
-            .await
-            .map_err(|e| e.to_string())?;
         let lakes = consumer::lakes(args.consumers, &names);
         let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
         let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;

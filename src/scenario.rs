@@ -35,7 +35,7 @@ pub fn analyze(path: &Path) -> Result<Analysis, String> {
 
 /// Plan every assertion's SQL (without running it) against empty tables
 /// shaped like the reconciler's (`diff`, `summary`, `source_rows`,
-/// `lake_rows`, `faults`): a name DataFusion cannot resolve is an error at
+/// `lake_rows`, `faults`, `dead_letters`): a name DataFusion cannot resolve is an error at
 /// the assertion's SQL, found before any stack starts.
 pub fn plan_assertions(analysis: &mut Analysis) {
     let Some(plan) = &analysis.plan else { return };
@@ -44,10 +44,15 @@ pub fn plan_assertions(analysis: &mut Analysis) {
     }
     let empty = lossproof_runtime::reconcile::Reconciliation::default();
     let faults = lossproof_stdlib::run::faults_batch(&[]);
-    let Ok(ctx) = empty.session(&[("faults", faults)]) else {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
         return;
     };
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
+    let Ok(dead_letters) =
+        runtime.block_on(lossproof_stdlib::consumer::correct::state::dead_letters_batch(None, &[]))
+    else {
+        return;
+    };
+    let Ok(ctx) = empty.session(&[("faults", faults), ("dead_letters", dead_letters)]) else {
         return;
     };
     let mut found = Vec::new();

@@ -227,17 +227,17 @@ async fn widening_breaks_the_append_and_it_carries_on(state: &Path, ports: Ports
 
 /// One run on the shared stack: fresh source tables, a connector, topics,
 /// a consumer group and a namespace of its own.
-struct Run {
-    state: PathBuf,
-    ports: Ports,
-    id: String,
-    names: CaptureNames,
-    source: tokio_postgres::Client,
-    connect: ConnectClient,
+pub(crate) struct Run {
+    pub(crate) state: PathBuf,
+    pub(crate) ports: Ports,
+    pub(crate) id: String,
+    pub(crate) names: CaptureNames,
+    pub(crate) source: tokio_postgres::Client,
+    pub(crate) connect: ConnectClient,
 }
 
 impl Run {
-    async fn start(state: &Path, ports: Ports, label: &str) -> Self {
+    pub(crate) async fn start(state: &Path, ports: Ports, label: &str) -> Self {
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, DATABASE)
             .await
             .unwrap();
@@ -273,7 +273,7 @@ impl Run {
         lossproof_stdlib::consumer::group("careless", &self.names)
     }
 
-    fn topics(&self) -> Vec<String> {
+    pub(crate) fn topics(&self) -> Vec<String> {
         lossproof_stdlib::consumer::topics(&self.names, orders())
     }
 
@@ -281,7 +281,7 @@ impl Run {
         Consumer::spawn(&self.state, &self.id)
     }
 
-    async fn workload(&self, seed: u64, duration: Duration) -> WorkloadReport {
+    pub(crate) async fn workload(&self, seed: u64, duration: Duration) -> WorkloadReport {
         let (_keep, stop) = tokio::sync::watch::channel(false);
         workload::run(
             &workload_plan(),
@@ -309,6 +309,7 @@ impl Run {
             consumer: "careless".into(),
             group: self.group(),
             topics: self.topics(),
+            lake_offsets: None,
         };
         gate::wait_scoreable(
             &self.connect,
@@ -317,6 +318,7 @@ impl Run {
             final_lsn,
             self.ports.broker,
             &[careless],
+            None,
             limit,
         )
         .await
@@ -335,14 +337,14 @@ impl Run {
             .unwrap()
     }
 
-    async fn finish(self) {
+    pub(crate) async fn finish(self) {
         debezium::remove(&self.connect, &self.names, &self.source)
             .await
             .unwrap();
     }
 }
 
-fn workload_plan() -> lossproof_lang::plan::WorkloadPlan {
+pub(crate) fn workload_plan() -> lossproof_lang::plan::WorkloadPlan {
     lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
         .analyze(
             "w.lp",
@@ -353,37 +355,44 @@ fn workload_plan() -> lossproof_lang::plan::WorkloadPlan {
         .workload
 }
 
-/// `lossproof consumer careless` as a child process, its stderr in a file.
-struct Consumer {
-    child: Child,
+/// `lossproof consumer KIND` as a child process, its stderr in a file.
+pub(crate) struct Consumer {
+    pub(crate) child: Child,
     log: PathBuf,
 }
 
 impl Consumer {
     fn spawn(state: &Path, run: &str) -> Self {
-        let log = state.join(format!("careless-{run}.log"));
+        Self::spawn_kind(state, run, "careless", &[])
+    }
+
+    /// `lossproof consumer KIND --run RUN --state STATE EXTRA…`, its stderr
+    /// appended to `STATE/KIND-RUN.log`.
+    pub(crate) fn spawn_kind(state: &Path, run: &str, kind: &str, extra: &[&str]) -> Self {
+        let log = state.join(format!("{kind}-{run}.log"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
-            .args(["consumer", "careless", "--run", run, "--state"])
+            .args(["consumer", kind, "--run", run, "--state"])
             .arg(state)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
-            .expect("start the careless consumer");
+            .unwrap_or_else(|e| panic!("start the {kind} consumer: {e}"));
         Self { child, log }
     }
 
-    fn sigkill(&mut self) {
+    pub(crate) fn sigkill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// SIGTERM, then wait (bounded) for it to finish its batch and exit.
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let pid = nix::unistd::Pid::from_raw(self.child.id().cast_signed());
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -401,7 +410,7 @@ impl Consumer {
         );
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -414,7 +423,7 @@ impl Drop for Consumer {
     }
 }
 
-fn counts<'a>(scored: &'a Reconciliation, table: &str) -> &'a Counts {
+pub(crate) fn counts<'a>(scored: &'a Reconciliation, table: &str) -> &'a Counts {
     &scored
         .summary
         .iter()
@@ -423,7 +432,7 @@ fn counts<'a>(scored: &'a Reconciliation, table: &str) -> &'a Counts {
         .counts
 }
 
-fn show(scored: &Reconciliation) -> String {
+pub(crate) fn show(scored: &Reconciliation) -> String {
     scored
         .summary
         .iter()

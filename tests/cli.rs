@@ -109,6 +109,12 @@ fn check_plans_assertions_against_the_reconcilers_tables() {
     let text = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(1), "{text}");
     assert!(text.contains("lp::check::sql-does-not-plan"), "{text}");
-    assert!(text.contains("table 'datafusion.public.dif' not found"), "{text}");
-    assert!(text.contains("unknown-table.lp:6:"), "points into the file: {text}");
+    assert!(
+        text.contains("table 'datafusion.public.dif' not found"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown-table.lp:6:"),
+        "points into the file: {text}"
+    );
 }

@@ -2,6 +2,7 @@
 
 mod careless;
 mod cli;
+mod correct;
 mod docs;
 mod lake;
 mod lake_layer;

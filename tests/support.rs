@@ -48,5 +48,6 @@ pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
 /// four PostgreSQL servers) never compete for the machine's cores at once.
 pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

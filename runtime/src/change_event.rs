@@ -50,6 +50,15 @@ pub struct RowChange {
     pub lsn: u64,
     /// `source.txId`.
     pub tx_id: Option<i64>,
+    /// The first element of `source.sequence` (`["lastCommitLsn","lsn"]`):
+    /// the commit LSN of the transaction Debezium streamed BEFORE this
+    /// change's. `None` for snapshot reads and for the first transaction
+    /// streamed after a snapshot (docs/consumers.md: the order).
+    pub last_commit_lsn: Option<u64>,
+    /// `source.snapshot` marks a read of a blocking snapshot (`true`,
+    /// `first`, `first_in_data_collection`, `last_in_data_collection`,
+    /// `last`); `false` and `incremental` are not.
+    pub snapshot: bool,
     /// The row schema as (column, type) pairs: a new column or a widened
     /// type changes it. Empty for schemaless JSON.
     pub columns: Vec<(String, String)>,
@@ -288,8 +297,26 @@ fn change(
         after,
         lsn,
         tx_id: source["txId"].as_i64(),
+        last_commit_lsn: last_commit_lsn(&source["sequence"]),
+        snapshot: matches!(
+            source["snapshot"].as_str(),
+            Some(
+                "true" | "first" | "first_in_data_collection" | "last_in_data_collection" | "last"
+            )
+        ),
         columns,
     }))
+}
+
+/// `sequence[0]` of Debezium's `["lastCommitLsn","lsn"]` (a JSON text),
+/// if present and not null.
+fn last_commit_lsn(sequence: &Json) -> Option<u64> {
+    let parsed: Json = serde_json::from_str(sequence.as_str()?).ok()?;
+    let first = parsed.get(0)?;
+    first
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .or_else(|| first.as_u64())
 }
 
 fn json_row(value: &Json) -> Option<Row> {

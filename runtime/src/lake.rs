@@ -50,8 +50,8 @@ use parquet::file::properties::WriterProperties;
 use crate::error::{Error, IoContext as _, Result};
 
 mod commit;
-pub mod read;
 mod maintenance;
+pub mod read;
 mod schema;
 mod sql;
 
@@ -106,7 +106,12 @@ impl Lake {
             .max_connections(1)
             .connect(&uri)
             .await
-            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", root.join("catalog.db").display())))?;
+            .map_err(|e| {
+                Error::Setup(format!(
+                    "cannot open {}: {e}",
+                    root.join("catalog.db").display()
+                ))
+            })?;
         Ok(Self { root, catalog, db })
     }
 
@@ -175,7 +180,10 @@ impl Lake {
         let folder = self.warehouse().join(namespace);
         if folder.exists() {
             std::fs::remove_dir_all(&folder).map_err(|e| {
-                iceberg::Error::new(iceberg::ErrorKind::Unexpected, format!("remove {}: {e}", folder.display()))
+                iceberg::Error::new(
+                    iceberg::ErrorKind::Unexpected,
+                    format!("remove {}: {e}", folder.display()),
+                )
             })?;
         }
         Ok(())
@@ -220,10 +228,16 @@ impl Lake {
 
 /// Write `batches` (in the table's current Arrow schema) as Parquet data
 /// files of `table`; nothing is committed.
-pub async fn write_data_files(table: &Table, batches: Vec<RecordBatch>) -> iceberg::Result<Vec<DataFile>> {
-    let mut writer = DataFileWriterBuilder::new(rolling_writer(table, table.metadata().current_schema().clone())?)
-        .build(None)
-        .await?;
+pub async fn write_data_files(
+    table: &Table,
+    batches: Vec<RecordBatch>,
+) -> iceberg::Result<Vec<DataFile>> {
+    let mut writer = DataFileWriterBuilder::new(rolling_writer(
+        table,
+        table.metadata().current_schema().clone(),
+    )?)
+    .build(None)
+    .await?;
     for batch in batches {
         writer.write(batch).await?;
     }
@@ -258,9 +272,10 @@ pub async fn write_equality_deletes(
             )
             .build()?,
     );
-    let mut writer = EqualityDeleteFileWriterBuilder::new(rolling_writer(table, projected)?, config)
-        .build(None)
-        .await?;
+    let mut writer =
+        EqualityDeleteFileWriterBuilder::new(rolling_writer(table, projected)?, config)
+            .build(None)
+            .await?;
     for batch in batches {
         writer.write(batch).await?;
     }
@@ -273,7 +288,11 @@ fn rolling_writer(
     table: &Table,
     schema: iceberg::spec::SchemaRef,
 ) -> iceberg::Result<
-    RollingFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
+    RollingFileWriterBuilder<
+        ParquetWriterBuilder,
+        DefaultLocationGenerator,
+        DefaultFileNameGenerator,
+    >,
 > {
     Ok(RollingFileWriterBuilder::new_with_default_file_size(
         ParquetWriterBuilder::new(WriterProperties::default(), schema),

@@ -21,8 +21,8 @@ pub mod postgres;
 pub mod process;
 pub mod reconcile;
 pub mod stack;
-pub mod supervisor;
 pub mod state_dir;
+pub mod supervisor;
 pub mod tools;
 
 pub use component::Component;

@@ -9,8 +9,8 @@
 pub mod consumer;
 mod consumers;
 pub mod fault;
-pub mod run;
 mod faults;
+pub mod run;
 mod settings;
 mod shorthands;
 mod targets;

@@ -32,15 +32,13 @@ use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::reconcile::{self, Summary, gate};
 use lossproof_runtime::supervisor::Supervised;
 use lossproof_runtime::{ConnectClient, Lake, Stack};
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::{RngCore as _, SeedableRng as _};
 use serde::Serialize;
 
 use crate::fault::{self, Ctx};
 use crate::workload;
 
 /// Consumers that exist as programs today.
-pub const IMPLEMENTED_CONSUMERS: &[&str] = &["careless"];
+pub const IMPLEMENTED_CONSUMERS: &[&str] = &["careless", "correct"];
 
 /// How a run executes its seeds.
 #[derive(Debug, Clone)]
@@ -172,7 +170,7 @@ pub async fn run_seed(
     record
 }
 
-#[allow(clippy::too_many_lines)] // one seed's data flow, read top to bottom
+/// One seed on the stack; clean-up runs whatever `seed_body` returned.
 async fn execute(
     stack: &Stack,
     plan: &Plan,
@@ -183,15 +181,52 @@ async fn execute(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let ports = stack.ports().map_err(|e| e.to_string())?;
+    let names = CaptureNames::for_run(run);
+    let source = lossproof_runtime::postgres::connect(
+        ports.source_postgres,
+        lossproof_runtime::stack::SOURCE_DATABASE,
+    )
+    .await
+    .map_err(|e| format!("source database: {e}"))?;
+    let connect = ConnectClient::new(ports.connect);
+    // Whatever happens from here on (an error, INVALID, a failed fault), the
+    // seed's connector, slot, publication and topics are removed.
+    let result = seed_body(
+        stack, plan, seed, options, run, &names, &source, &connect, record, progress,
+    )
+    .await;
+    cleanup(
+        stack,
+        &connect,
+        &names,
+        &source,
+        options,
+        record.verdict,
+        ports.broker,
+    )
+    .await;
+    result
+}
+
+/// Set-up, phases, drain and score of one seed (clean-up is the caller's).
+#[allow(clippy::too_many_lines, clippy::too_many_arguments)] // one seed's data flow, read top to bottom
+async fn seed_body(
+    stack: &Stack,
+    plan: &Plan,
+    seed: u64,
+    options: &Options,
+    run: &str,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    connect: &ConnectClient,
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
+    let ports = stack.ports().map_err(|e| e.to_string())?;
     let database = lossproof_runtime::stack::SOURCE_DATABASE;
     let orders = &crate::workloads::WORKLOADS[0];
-    let names = CaptureNames::for_run(run);
-    let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
-        .await
-        .map_err(|e| format!("source database: {e}"))?;
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
     progress("preparing: source tables, connector, consumers");
-    let connect = ConnectClient::new(ports.connect);
     let config = workload::capture(
         &source,
         &connect,
@@ -266,14 +301,10 @@ async fn execute(
                 (phase_start + Duration::from_millis(occurrence.offset_ms)).into(),
             )
             .await;
+            // `with chance N%` was drawn when the timeline was planned: what
+            // is planned fires, so the record's planned and fired lists agree.
             let action = &plan.actions[occurrence.action];
             let entry = &mut record.faults[i];
-            if let Some(chance) = action.chance_percent
-                && !draw(seed, occurrence.action, i, chance)
-            {
-                entry.outcome = format!("not fired: the {chance}% chance said no");
-                continue;
-            }
             entry.during_load = workload.as_ref().is_some_and(|w| !w.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
             ctx.occurrence = i;
@@ -329,6 +360,9 @@ async fn execute(
         .await
         .map_err(|e| e.to_string())?;
     let positions = crate::consumer::positions(&options.consumers, &names, orders);
+    let lake = Lake::open(stack.state().root())
+        .await
+        .map_err(|e| e.to_string())?;
     let gated = gate::wait_scoreable(
         &connect,
         &names,
@@ -336,14 +370,26 @@ async fn execute(
         final_lsn,
         ports.broker,
         &positions,
+        Some(&lake),
         drain_limit,
     )
     .await;
     record.timings.drain_ms = millis(drain_start.elapsed());
+    let mut stopped = Vec::new();
     for consumer in consumers.lock().await.values_mut() {
         consumer.terminate(Duration::from_secs(30));
+        if let Some(line) = fatal_line(&logs.join(format!("{}.log", consumer.name))) {
+            stopped.push(format!("consumer {} stopped: {line}", consumer.name));
+        }
     }
-    let result = if let Err(invalid) = gated {
+    let result = if !stopped.is_empty() {
+        // A consumer that refused to guess is a FAIL with its reason, never
+        // a count (it stopped on purpose) nor an INVALID (nothing is wrong
+        // with the stack).
+        record.verdict = Verdict::Fail;
+        record.reason = Some(stopped.join("; "));
+        Ok(())
+    } else if let Err(invalid) = gated {
         Err(format!("{invalid}"))
     } else {
         progress("reconciling");
@@ -352,16 +398,6 @@ async fn execute(
         record.timings.reconcile_ms = millis(reconcile_start.elapsed());
         scored
     };
-    cleanup(
-        stack,
-        &connect,
-        &names,
-        &source,
-        options,
-        record.verdict,
-        ports.broker,
-    )
-    .await;
     result
 }
 
@@ -390,7 +426,17 @@ async fn score(
             .insert(consumer.clone(), scored.wrong_rows(consumer));
     }
     record.summary.clone_from(&scored.summary);
-    let ctx = scored.session(&[("faults", faults_batch(&record.faults))])?;
+    let namespaces: Vec<(String, String)> = options
+        .consumers
+        .iter()
+        .map(|c| (c.clone(), crate::consumer::namespace(c, names)))
+        .collect();
+    let dead_letters =
+        crate::consumer::correct::state::dead_letters_batch(Some(&lake), &namespaces).await?;
+    let ctx = scored.session(&[
+        ("faults", faults_batch(&record.faults)),
+        ("dead_letters", dead_letters),
+    ])?;
     let not_under_test: Vec<&String> = plan
         .consumers
         .iter()
@@ -452,6 +498,15 @@ async fn score(
         }
     }
     Ok(())
+}
+
+/// The line a consumer's log ends with when it stopped on purpose
+/// (`fatal: …`, exit 3), if any.
+fn fatal_line(log: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("fatal: ").map(str::to_owned))
 }
 
 /// Remove what the seed created (the lake only when it is not kept).
@@ -529,14 +584,6 @@ fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<O
         args.extend(["--auto-commit-ms".into(), ms.to_string().into()]);
     }
     args
-}
-
-/// Whether occurrence `nth` of `action` fires under a `chance` percent:
-/// drawn from the seed, so a seed always decides the same way.
-fn draw(seed: u64, action: usize, nth: usize, chance: f64) -> bool {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6c6f_7373_7072_6f6f);
-    rng.set_stream(((action as u64) << 32) | nth as u64);
-    (rng.next_u64() % 10_000) as f64 / 100.0 < chance
 }
 
 /// The `faults` table.

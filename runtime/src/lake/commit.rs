@@ -216,6 +216,142 @@ impl Lake {
         self.catalog().load_table(&table).await.map_err(iceberg)
     }
 
+    /// Commit several tables' changes ALL OR NOTHING: each is staged against
+    /// its base, then one catalog transaction swaps every table's metadata
+    /// location, and only if every table still points at its base. A crash
+    /// or a conflict leaves every table as it was (the staged files are
+    /// orphans). The SQL catalog can do this because all tables live in one
+    /// database; a REST catalog would need `commit_transaction`.
+    pub async fn commit_all(
+        &self,
+        commits: Vec<(&Table, Commit)>,
+    ) -> Result<Vec<Table>, CommitError> {
+        let mut swaps = Vec::new();
+        for (base, commit) in commits {
+            let metadata = self.stage(base, commit).await?;
+            let table = base.identifier().clone();
+            let iceberg = |source| CommitError::Iceberg {
+                table: table.clone(),
+                source,
+            };
+            let base_location = base.metadata_location_result().map_err(iceberg)?.to_owned();
+            let location = MetadataLocation::from_str(&base_location)
+                .map_err(iceberg)?
+                .with_next_version()
+                .with_new_metadata(&metadata);
+            metadata
+                .write_to(base.file_io(), &location)
+                .await
+                .map_err(iceberg)?;
+            swaps.push((table, base_location, location.to_string()));
+        }
+        self.swap_all(&swaps).await?;
+        let mut tables = Vec::new();
+        for (table, _, _) in &swaps {
+            tables.push(self.catalog().load_table(table).await.map_err(|source| {
+                CommitError::Iceberg {
+                    table: table.clone(),
+                    source,
+                }
+            })?);
+        }
+        Ok(tables)
+    }
+
+    /// Point each `(table, base, new)` at `new` in one catalog transaction,
+    /// if every one still points at its `base`; else nothing changes and the
+    /// first table that moved is named in the conflict.
+    pub(super) async fn swap_all(
+        &self,
+        swaps: &[(TableIdent, String, String)],
+    ) -> Result<(), CommitError> {
+        let Some((first, _, _)) = swaps.first() else {
+            return Ok(());
+        };
+        let catalog_error = |table: &TableIdent| {
+            let table = table.clone();
+            move |source| CommitError::Catalog { table, source }
+        };
+        let mut tx = self.db().begin().await.map_err(catalog_error(first))?;
+        for (table, base, new) in swaps {
+            let swapped = sqlx::query(
+                "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+                   AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+            )
+            .bind(new)
+            .bind(base)
+            .bind(super::CATALOG_NAME)
+            .bind(table.namespace().join("."))
+            .bind(table.name())
+            .bind(base)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_error(table))?
+            .rows_affected();
+            if swapped != 1 {
+                tx.rollback().await.map_err(catalog_error(table))?;
+                let head: Option<String> = sqlx::query_scalar(
+                    "SELECT metadata_location FROM iceberg_tables \
+                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+                )
+                .bind(super::CATALOG_NAME)
+                .bind(table.namespace().join("."))
+                .bind(table.name())
+                .fetch_optional(self.db())
+                .await
+                .map_err(catalog_error(table))?;
+                return Err(CommitError::Conflict {
+                    table: table.clone(),
+                    base: base.clone(),
+                    head: head.unwrap_or_else(|| "no table (dropped)".to_owned()),
+                });
+            }
+        }
+        tx.commit().await.map_err(catalog_error(first))
+    }
+
+    /// Make each `target` table point at the current metadata of its
+    /// `source` table, all in one catalog transaction, if every target is
+    /// still at the metadata `targets` were read at: how a rebuilt table
+    /// replaces the one readers use, atomically. The source tables stay
+    /// registered (drop them afterwards); their files are shared.
+    pub async fn replace_tables(
+        &self,
+        pairs: &[(&Table, &Table)],
+    ) -> Result<Vec<Table>, CommitError> {
+        let mut swaps = Vec::new();
+        for (target, source) in pairs {
+            let table = target.identifier().clone();
+            let iceberg = |e| CommitError::Iceberg {
+                table: table.clone(),
+                source: e,
+            };
+            swaps.push((
+                table.clone(),
+                target
+                    .metadata_location_result()
+                    .map_err(iceberg)?
+                    .to_owned(),
+                source
+                    .metadata_location_result()
+                    .map_err(iceberg)?
+                    .to_owned(),
+            ));
+        }
+        self.swap_all(&swaps).await?;
+        let mut tables = Vec::new();
+        for (table, _, _) in &swaps {
+            tables.push(self.catalog().load_table(table).await.map_err(|source| {
+                CommitError::Iceberg {
+                    table: table.clone(),
+                    source,
+                }
+            })?);
+        }
+        Ok(tables)
+    }
+
     /// The metadata `base` would have after `commit` (nothing committed yet).
     async fn staged_metadata(&self, base: &Table, commit: Commit) -> Result<TableMetadata, Staged> {
         let meta = base.metadata();

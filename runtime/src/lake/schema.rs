@@ -1,5 +1,6 @@
-//! Schema evolution with a base check: add an optional column, widen a
-//! column's type the way the Iceberg spec allows. Nothing else.
+//! Schema evolution with a base check: add an optional column, drop a
+//! non-key column, widen a column's type the way the Iceberg spec allows.
+//! Nothing else.
 //!
 //! iceberg-rust 0.10 has no type widening, and its metadata builder accepts
 //! ILLEGAL changes (long -> int, string -> long) without a word
@@ -11,7 +12,8 @@
 //!   decimal(P, S) -> decimal(P', S) with P' > P (same scale);
 //! - a new column is optional, top-level, and gets a field id above every id
 //!   the table ever used;
-//! - nothing else: no narrowing, no other type change, no drop, no rename,
+//! - a non-key column may be dropped (its field id is never reused);
+//! - nothing else: no narrowing, no other type change, no rename,
 //!   no requiredness change (required -> optional is legal Iceberg, but not
 //!   offered here), no change inside a struct, list or map, no change of the
 //!   identifier fields.
@@ -52,6 +54,9 @@ pub enum SchemaChange {
     /// Promote a top-level column's type (int -> long, float -> double,
     /// decimal precision up). Widening to the type it already has is no change.
     Widen { column: String, to: PrimitiveType },
+    /// Remove a column that is not part of the key. Old files keep their
+    /// values; readers no longer see them (its field id is never reused).
+    DropColumn { column: String },
 }
 
 impl SchemaChange {
@@ -61,6 +66,14 @@ impl SchemaChange {
         Self::AddColumn {
             name: name.to_owned(),
             field_type: Type::Primitive(field_type),
+        }
+    }
+
+    /// [`SchemaChange::DropColumn`].
+    #[must_use]
+    pub fn drop_column(column: &str) -> Self {
+        Self::DropColumn {
+            column: column.to_owned(),
         }
     }
 
@@ -80,7 +93,7 @@ pub enum SchemaError {
     /// The change breaks the rules above; nothing was written.
     #[error(
         "schema change refused on {table}: column `{column}` from {from} to {to}: {reason} \
-         (allowed: new optional columns; int -> long, float -> double, \
+         (allowed: new optional columns; dropping a non-key column; int -> long, float -> double, \
          decimal(P,S) -> decimal(P',S) with P' > P)"
     )]
     Refused {
@@ -165,6 +178,18 @@ impl Lake {
                     let mut widened = NestedField::clone(slot);
                     widened.field_type = Box::new(Type::Primitive(to.clone()));
                     *slot = widened.into();
+                }
+                SchemaChange::DropColumn { column } => {
+                    let before = fields.len();
+                    fields.retain(|f| &f.name != column);
+                    if fields.len() == before {
+                        return Err(refused(
+                            column,
+                            "absent".to_owned(),
+                            "absent".to_owned(),
+                            "no such column",
+                        ));
+                    }
                 }
             }
         }
@@ -251,12 +276,15 @@ pub fn check_evolution(
     for old in current.as_struct().fields() {
         let from = old.field_type.to_string();
         let Some(field) = new.as_struct().field_by_id(old.id) else {
-            return Err(refused(
-                &old.name,
-                from,
-                "absent".to_owned(),
-                "dropping a column is not supported".to_owned(),
-            ));
+            if current.identifier_field_ids().any(|id| id == old.id) {
+                return Err(refused(
+                    &old.name,
+                    from,
+                    "absent".to_owned(),
+                    "a key column cannot be dropped".to_owned(),
+                ));
+            }
+            continue;
         };
         let to = field.field_type.to_string();
         if field.name != old.name {

@@ -6,7 +6,9 @@
 //! 1. the connector and its task are RUNNING;
 //! 2. the replication slot confirmed the source's final LSN (captured after
 //!    the workload's last write);
-//! 3. every consumer group's committed position is at the end of every topic.
+//! 3. every consumer group's committed position is at the end of every topic;
+//!    for a consumer that keeps its offsets in the lake, the offsets its
+//!    latest commit stored are at the end too (the group is only a mirror).
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,15 @@ pub struct ConsumerPosition {
     pub consumer: String,
     pub group: String,
     pub topics: Vec<String>,
+    /// `(namespace, table)` whose latest snapshots' summary stores the
+    /// consumer's offsets as `lossproof.offset.<topic>.<partition>` (the next
+    /// offset to read), if it keeps them in the lake.
+    pub lake_offsets: Option<(String, String)>,
 }
+
+/// Summary property prefix of offsets stored in the lake, see
+/// [`ConsumerPosition::lake_offsets`].
+pub const OFFSET_PROPERTY_PREFIX: &str = "lossproof.offset.";
 
 /// Why a run cannot be scored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +44,15 @@ pub enum Invalid {
         consumer: String,
         topic: String,
         committed: i64,
+        end: i64,
+    },
+    #[error(
+        "consumer {consumer}'s lake is behind on {topic}: its commits stored offset {stored}, topic end {end}"
+    )]
+    LakeBehind {
+        consumer: String,
+        topic: String,
+        stored: i64,
         end: i64,
     },
     #[error("cannot check: {0}")]
@@ -48,6 +67,7 @@ pub async fn wait_scoreable(
     final_lsn: u64,
     broker_port: u16,
     consumers: &[ConsumerPosition],
+    lake: Option<&crate::Lake>,
     limit: Duration,
 ) -> Result<(), Invalid> {
     let deadline = Instant::now() + limit;
@@ -56,7 +76,12 @@ pub async fn wait_scoreable(
         .map_err(|e| Invalid::Unreachable(e.to_string()))?
         .map_err(Invalid::NotDrained)?;
     loop {
-        let behind = behind(broker_port, consumers).await?;
+        let mut behind = behind(broker_port, consumers).await?;
+        if behind.is_none()
+            && let Some(lake) = lake
+        {
+            behind = lake_behind(broker_port, lake, consumers).await?;
+        }
         match behind {
             None => break,
             Some(invalid) if Instant::now() >= deadline => return Err(invalid),
@@ -68,6 +93,59 @@ pub async fn wait_scoreable(
         .await
         .map_err(|e| Invalid::Unreachable(e.to_string()))?
         .map_err(Invalid::NotDrained)
+}
+
+/// The first consumer/topic whose offsets stored in the lake are short of
+/// the topic's end, if any.
+async fn lake_behind(
+    broker_port: u16,
+    lake: &crate::Lake,
+    consumers: &[ConsumerPosition],
+) -> Result<Option<Invalid>, Invalid> {
+    for c in consumers {
+        let Some((namespace, table)) = &c.lake_offsets else {
+            continue;
+        };
+        let ident = iceberg::TableIdent::new(
+            iceberg::NamespaceIdent::new(namespace.clone()),
+            table.clone(),
+        );
+        let table = iceberg::Catalog::load_table(lake.catalog(), &ident)
+            .await
+            .map_err(|e| Invalid::Unreachable(format!("{ident}: {e}")))?;
+        let stored = crate::lake::latest_properties(&table, OFFSET_PROPERTY_PREFIX);
+        for topic in &c.topics {
+            let (_, end) = watermarks(broker_port, topic).await?;
+            let stored = stored
+                .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.0"))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if end > 0 && stored < end {
+                return Ok(Some(Invalid::LakeBehind {
+                    consumer: c.consumer.clone(),
+                    topic: topic.clone(),
+                    stored,
+                    end,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+async fn watermarks(broker_port: u16, topic: &str) -> Result<(i64, i64), Invalid> {
+    let topic = topic.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let client: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", format!("127.0.0.1:{broker_port}"))
+            .create()
+            .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
+        client
+            .fetch_watermarks(&topic, 0, Duration::from_secs(5))
+            .map_err(|e| Invalid::Unreachable(format!("end of {topic}: {e}")))
+    })
+    .await
+    .map_err(|e| Invalid::Unreachable(e.to_string()))?
 }
 
 /// The first consumer/topic whose committed offset is short of the topic's

@@ -115,7 +115,7 @@ pub async fn run(
             _ = stop.changed() => break,
         };
         let messages = match first {
-            Ok(first) => rest_of_batch(&consumer, first, config).await,
+            Ok(first) => rest_of_batch(&consumer, first, config.batch_max, config.linger).await,
             Err(e) => {
                 // Unknown topics before Debezium creates them, broker restarts …
                 let e = e.to_string();
@@ -176,7 +176,7 @@ pub async fn run(
 
 /// Every partition of `topics`, each to resume at the group's committed
 /// offset; waits (until `stop`) for topics Debezium has not created yet.
-async fn partitions(
+pub(super) async fn partitions(
     consumer: &StreamConsumer,
     topics: &[&str],
     stop: &mut tokio::sync::watch::Receiver<bool>,
@@ -209,7 +209,7 @@ async fn partitions(
             return Some(list);
         }
         if !waiting_logged {
-            log(&format!("careless: waiting for topics {missing:?}"));
+            log(&format!("waiting for topics {missing:?}"));
             waiting_logged = true;
         }
         tokio::select! {
@@ -221,14 +221,15 @@ async fn partitions(
 
 /// `first` and up to `batch_max - 1` more records, closing `linger` after
 /// the first arrived.
-async fn rest_of_batch(
+pub(super) async fn rest_of_batch(
     consumer: &StreamConsumer,
     first: OwnedMessage,
-    config: &Config,
+    batch_max: usize,
+    linger: Duration,
 ) -> Vec<OwnedMessage> {
     let mut batch = vec![first];
-    let deadline = Instant::now() + config.linger;
-    while batch.len() < config.batch_max {
+    let deadline = Instant::now() + linger;
+    while batch.len() < batch_max {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, consumer.recv()).await {
             Ok(Ok(message)) => batch.push(message.detach()),

@@ -3,18 +3,19 @@
 //! own namespace.
 //!
 //! - [`careless`]: the way many pipelines are written (FINDINGS.md).
-//! - the correct consumer follows.
+//! - [`correct`]: exactly-once, idempotent, copy-on-write (docs/consumers.md).
 //!
 //! This module holds what both share: the lake tables a workload's source
 //! tables map to, and turning decoded rows into Arrow batches of those tables.
 
 pub mod careless;
+pub mod correct;
 
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Decimal128Builder, Int32Builder, Int64Builder, StringBuilder,
-    TimestampMicrosecondBuilder,
+    BooleanBuilder, Decimal128Builder, Int32Builder, Int64Builder, LargeBinaryBuilder,
+    StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
@@ -63,7 +64,8 @@ pub fn lakes(consumers: &[String], names: &CaptureNames) -> Vec<ConsumerLake> {
 }
 
 /// What the drain gate checks for each of `consumers` in run `names`: its
-/// group's committed offsets on every topic of `workload`.
+/// group's committed offsets on every topic of `workload`, and for the
+/// correct consumer also the offsets its lake stores.
 #[must_use]
 pub fn positions(
     consumers: &[String],
@@ -76,6 +78,8 @@ pub fn positions(
             consumer: c.clone(),
             group: group(c, names),
             topics: topics(names, workload),
+            lake_offsets: (c == "correct")
+                .then(|| (namespace(c, names), correct::state::STATE_TABLE.to_owned())),
         })
         .collect()
 }
@@ -290,6 +294,17 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
                     }
                 }
                 Arc::new(b.finish().with_timezone("+00:00"))
+            }
+            PrimitiveType::Binary => {
+                let mut b = LargeBinaryBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Bytes(v) => b.append_value(v),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
             }
             other => return Err(format!("column {name}: type {other} is not supported")),
         };

@@ -1,0 +1,923 @@
+//! The correct consumer: exactly-once CDC into Iceberg, holding 0 wrong
+//! rows under every fault lossproof can fire. docs/consumers.md sets it
+//! beside the careless one; in short:
+//!
+//! - **offsets travel with the data**: every batch is one catalog
+//!   transaction whose snapshots carry the Kafka position it reached
+//!   ([`state`]); a start resumes from the lake, never from the consumer
+//!   group (the group only gets a mirror, for monitoring and the gate);
+//! - **idempotent apply in the source's commit order** ([`position`]): per
+//!   key, a change wins only above the position the lake holds, so
+//!   restarts, redeliveries, re-sent duplicates and snapshot re-reads are
+//!   harmless; deletes are remembered in `_lp_state`, never as rows;
+//! - **copy-on-write**: no delete files, so any Iceberg reader (pyiceberg
+//!   0.12 included) reads exactly the source's rows;
+//! - **schema follows the writer schema** of the newest applied change:
+//!   widen, add, drop in place; anything Iceberg cannot express stops the
+//!   consumer with the column and both types ([`Fatal`]);
+//! - **junk goes to `dead_letters`** in the same commit as the offsets past
+//!   it; a registry that does not answer is retried, never dead-lettered;
+//! - **conflicts are retried** against the reloaded table, bounded, with
+//!   jitter; a batch the lake already covers is dropped.
+
+pub mod position;
+pub mod rebuild;
+pub mod state;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use iceberg::spec::{PrimitiveType, Type};
+use lossproof_lang::vocabulary::WorkloadSig;
+use lossproof_runtime::Lake;
+use lossproof_runtime::change_event::{
+    self, Cell, ChangeOp, ChangeRecord, Row, RowChange, Schemas,
+};
+use lossproof_runtime::lake::{
+    Commit, CommitError, SchemaChange, check_promotion, write_data_files,
+};
+use rdkafka::Message as _;
+use rdkafka::consumer::{CommitMode, Consumer as _, StreamConsumer};
+use rdkafka::message::OwnedMessage;
+use rdkafka::{Offset, TopicPartitionList};
+
+use self::position::Position;
+use self::state::{
+    LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, dead_letter_row, row_keys, state_row,
+};
+use super::{debezium_type_name, to_arrow};
+
+/// Commit attempts per batch before the consumer gives up (an error, never
+/// a skipped batch).
+const MAX_ATTEMPTS: u32 = 10;
+
+/// How the correct consumer runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub broker_port: u16,
+    pub registry_port: u16,
+    pub namespace: String,
+    /// Table-name prefix inside the namespace (`--rebuild` writes `_lp_rebuild_*`).
+    pub table_prefix: String,
+    pub workload: &'static WorkloadSig,
+    /// The change topics, one per workload table, in table order.
+    pub topics: Vec<String>,
+    /// The group its position is MIRRORED to after each commit (never read).
+    pub group: String,
+    pub batch_max: usize,
+    pub linger: Duration,
+    /// Stop once this many records were handled (benchmarks).
+    pub stop_after: Option<u64>,
+    /// Stop once every partition reached the end it had at start (rebuild).
+    pub until_end: bool,
+    /// Crash on purpose at a step boundary (tests).
+    pub failpoint: Option<Failpoint>,
+}
+
+/// A crash at a step boundary: SIGKILL to itself when batch `batch`
+/// (counted from 1 in this process) reaches `step`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failpoint {
+    pub step: Step,
+    pub batch: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Data files written, nothing committed.
+    AfterFiles,
+    /// The catalog transaction committed, nothing else done.
+    AfterCommit,
+    /// Just before the group mirror.
+    BeforeMirror,
+}
+
+impl std::str::FromStr for Failpoint {
+    type Err = String;
+    /// `after-files:N`, `after-commit:N`, `before-mirror:N`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (step, batch) = text.split_once(':').unwrap_or((text, "1"));
+        let step = match step {
+            "after-files" => Step::AfterFiles,
+            "after-commit" => Step::AfterCommit,
+            "before-mirror" => Step::BeforeMirror,
+            other => {
+                return Err(format!(
+                    "unknown failpoint step `{other}` (after-files, after-commit, before-mirror)"
+                ));
+            }
+        };
+        let batch = batch
+            .parse()
+            .map_err(|_| format!("failpoint batch `{batch}` is not a number"))?;
+        Ok(Self { step, batch })
+    }
+}
+
+/// Why the consumer stopped without being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum Fatal {
+    /// A schema change Iceberg cannot express: restarting cannot help.
+    #[error(
+        "schema change refused on {table}: column `{column}` is {lake} in the lake, {events} in the events: {reason}"
+    )]
+    Schema {
+        table: String,
+        column: String,
+        lake: String,
+        events: String,
+        reason: String,
+    },
+    /// Anything else (the lake, Kafka, a commit that kept conflicting).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for Fatal {
+    fn from(e: String) -> Self {
+        Self::Other(e)
+    }
+}
+
+/// What one run of the consumer did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub records: u64,
+    pub batches: u64,
+    /// Catalog transactions committed.
+    pub commits: u64,
+    /// Changes applied (newer than the lake's) and skipped (not newer).
+    pub applied: u64,
+    pub skipped: u64,
+    pub dead_letters: u64,
+    /// Commits that lost the compare-and-swap and were recomputed.
+    pub conflicts: u64,
+}
+
+/// One record, decoded.
+struct Record {
+    partition: Partition,
+    offset: i64,
+    message: OwnedMessage,
+    decoded: Result<ChangeRecord, String>,
+}
+
+/// Consume until `stop` turns true (or `stop_after` records, or the end
+/// with `until_end`).
+pub async fn run(
+    lake: &Lake,
+    config: &Config,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Report, Fatal> {
+    let mut state = LakeState::open(
+        lake,
+        &config.namespace,
+        &config.table_prefix,
+        config.workload,
+    )
+    .await?;
+    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
+        .set(
+            "bootstrap.servers",
+            format!("127.0.0.1:{}", config.broker_port),
+        )
+        .set("group.id", &config.group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        // An offset outside the topic is an error, never a silent reset.
+        .set("auto.offset.reset", "error")
+        .create()
+        .map_err(|e| format!("cannot create the Kafka consumer: {e}"))?;
+    let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+    let Some(found) = super::careless::partitions(&consumer, &topics, &mut stop, log).await else {
+        return Ok(Report::default());
+    };
+    let mut assignment = TopicPartitionList::new();
+    let mut ends: HashMap<Partition, i64> = HashMap::new();
+    for element in found.elements() {
+        let partition = (element.topic().to_owned(), element.partition());
+        let (low, high) = consumer
+            .fetch_watermarks(&partition.0, partition.1, Duration::from_secs(10))
+            .map_err(|e| format!("watermarks of {}[{}]: {e}", partition.0, partition.1))?;
+        let offset = match state.offsets.get(&partition) {
+            Some(&stored) if stored > high => {
+                return Err(Fatal::Other(format!(
+                    "refusing to start: the lake resumes {}[{}] at offset {stored}, past the topic's end {high}: \
+                     the topic was recreated or lost records; rebuild (--rebuild) instead",
+                    partition.0, partition.1
+                )));
+            }
+            Some(&stored) if stored < low => {
+                return Err(Fatal::Other(format!(
+                    "refusing to start: the lake resumes {}[{}] at offset {stored}, below the topic's first \
+                     offset {low}: records between were deleted (retention); rebuild (--rebuild) instead",
+                    partition.0, partition.1
+                )));
+            }
+            Some(&stored) => Offset::Offset(stored),
+            None => Offset::Beginning,
+        };
+        assignment
+            .add_partition_offset(&partition.0, partition.1, offset)
+            .map_err(|e| e.to_string())?;
+        ends.insert(partition, high);
+    }
+    consumer
+        .assign(&assignment)
+        .map_err(|e| format!("cannot assign {topics:?}: {e}"))?;
+    log(&format!(
+        "correct: {} partitions of {} topics; resuming from the lake's offsets {}",
+        assignment.count(),
+        topics.len(),
+        describe(&state.offsets)
+    ));
+    let mut schemas = Schemas::new(config.registry_port);
+    let mut report = Report::default();
+    let mut last_kafka_error = String::new();
+    loop {
+        if *stop.borrow()
+            || config.stop_after.is_some_and(|n| report.records >= n)
+            || (config.until_end
+                && ends
+                    .iter()
+                    .all(|(p, end)| state.offsets.get(p).copied().unwrap_or(0) >= *end))
+        {
+            break;
+        }
+        let first = tokio::select! {
+            first = consumer.recv() => first.map(|m| m.detach()),
+            _ = stop.changed() => break,
+            () = tokio::time::sleep(Duration::from_millis(500)), if config.until_end => continue,
+        };
+        let messages = match first {
+            Ok(first) => {
+                super::careless::rest_of_batch(&consumer, first, config.batch_max, config.linger)
+                    .await
+            }
+            Err(e) => {
+                let e = e.to_string();
+                if e.contains("Offset out of range") {
+                    return Err(Fatal::Other(format!(
+                        "kafka: {e}: the lake's offsets are outside the topic"
+                    )));
+                }
+                if e != last_kafka_error {
+                    log(&format!("correct: kafka: {e}; carrying on"));
+                    last_kafka_error = e;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        last_kafka_error.clear();
+        report.records += messages.len() as u64;
+        report.batches += 1;
+        let records = decode(messages, &mut schemas, &mut stop, log).await;
+        let Some(records) = records else { break };
+        apply_batch(
+            lake,
+            config,
+            &mut state,
+            &records,
+            report.batches,
+            &mut report,
+            log,
+        )
+        .await?;
+        fail_at(config, Step::BeforeMirror, report.batches);
+        mirror(&consumer, &state);
+    }
+    log(&format!(
+        "correct: stopping after {} records, {} batches, {} commits ({} applied, {} skipped as not newer, \
+         {} dead letters, {} conflicts retried)",
+        report.records,
+        report.batches,
+        report.commits,
+        report.applied,
+        report.skipped,
+        report.dead_letters,
+        report.conflicts
+    ));
+    Ok(report)
+}
+
+/// Decode every record; fetch writer schemas from the registry first,
+/// retrying while it does not answer (never dead-lettering because of it).
+/// `None` if stopped while waiting for the registry.
+async fn decode(
+    messages: Vec<OwnedMessage>,
+    schemas: &mut Schemas,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Option<Vec<Record>> {
+    let mut records = Vec::with_capacity(messages.len());
+    for message in messages {
+        let mut wait = Duration::from_millis(100);
+        while let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
+            log(&format!("correct: registry: {e}; retrying in {wait:?}"));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => return None,
+            }
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+        let decoded =
+            change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id))
+                .map_err(|e| e.to_string());
+        records.push(Record {
+            partition: (message.topic().to_owned(), message.partition()),
+            offset: message.offset(),
+            message,
+            decoded,
+        });
+    }
+    Some(records)
+}
+
+/// Apply one batch: compute against the lake as it is, commit in one
+/// catalog transaction; on a conflict reload and recompute (bounded).
+async fn apply_batch(
+    lake: &Lake,
+    config: &Config,
+    state: &mut LakeState,
+    records: &[Record],
+    batch_number: u64,
+    report: &mut Report,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), Fatal> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match try_batch(lake, config, state, records, batch_number, report, log).await {
+            Ok(()) => return Ok(()),
+            Err(Attempt::Conflict(why)) if attempt < MAX_ATTEMPTS => {
+                report.conflicts += 1;
+                let wait = backoff(attempt, batch_number);
+                log(&format!(
+                    "correct: {why}; reloading and recomputing the batch (attempt {attempt}, after {wait:?})"
+                ));
+                tokio::time::sleep(wait).await;
+                state
+                    .reload(lake, &config.table_prefix, config.workload)
+                    .await?;
+            }
+            Err(Attempt::Reload(_)) if attempt < MAX_ATTEMPTS => {
+                state
+                    .reload(lake, &config.table_prefix, config.workload)
+                    .await?;
+            }
+            Err(Attempt::Conflict(why) | Attempt::Reload(why)) => {
+                return Err(Fatal::Other(format!(
+                    "giving up after {MAX_ATTEMPTS} attempts at one batch: {why}"
+                )));
+            }
+            Err(Attempt::Fatal(e)) => return Err(e),
+        }
+    }
+}
+
+/// Exponential backoff with jitter drawn from the batch number and attempt
+/// (deterministic for a given stream, spread across attempts).
+fn backoff(attempt: u32, batch: u64) -> Duration {
+    let base = 20u64 << attempt.min(8);
+    let mix = batch
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(u64::from(attempt).wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    Duration::from_millis(base + (mix >> 32) % base)
+}
+
+enum Attempt {
+    Conflict(String),
+    /// The consumer changed the lake itself (a schema change): recompute.
+    Reload(String),
+    Fatal(Fatal),
+}
+
+impl From<String> for Attempt {
+    fn from(e: String) -> Self {
+        Self::Fatal(Fatal::Other(e))
+    }
+}
+
+impl From<Fatal> for Attempt {
+    fn from(e: Fatal) -> Self {
+        Self::Fatal(e)
+    }
+}
+
+/// One change of a table in a batch, with its position and key.
+struct Keyed<'a> {
+    position: Position,
+    key: String,
+    change: &'a RowChange,
+}
+
+#[allow(clippy::too_many_lines)] // one batch, read top to bottom
+async fn try_batch(
+    lake: &Lake,
+    config: &Config,
+    state: &mut LakeState,
+    records: &[Record],
+    batch_number: u64,
+    report: &mut Report,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), Attempt> {
+    // 1. What is new: records at or past the lake's offsets; positions
+    //    computed with each partition's epoch as of that record.
+    let mut offsets = state.offsets.clone();
+    let mut epochs = state.epochs.clone();
+    let table_of: HashMap<&str, usize> = config
+        .topics
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_str(), i))
+        .collect();
+    let mut per_table: Vec<Vec<(Position, &RowChange)>> = vec![Vec::new(); state.tables.len()];
+    let mut dead = Vec::new();
+    let mut new_records = 0;
+    for record in records {
+        let next = offsets.get(&record.partition).copied().unwrap_or(0);
+        if record.offset < next {
+            continue; // already in the lake
+        }
+        new_records += 1;
+        offsets.insert(record.partition.clone(), record.offset + 1);
+        match &record.decoded {
+            Ok(ChangeRecord::Tombstone { .. }) => {}
+            Ok(ChangeRecord::Change(change)) => {
+                let epoch = epochs.get(&record.partition).copied().unwrap_or(0);
+                let position = Position::of(change, epoch);
+                let next_epoch = Position::next_epoch(change, epoch);
+                if next_epoch != epoch {
+                    epochs.insert(record.partition.clone(), next_epoch);
+                }
+                match table_of.get(record.partition.0.as_str()) {
+                    Some(&t) => per_table[t].push((position, change)),
+                    None => dead.push(dead_letter_row(
+                        &record.partition,
+                        record.offset,
+                        record.message.key(),
+                        record.message.payload(),
+                        "a change of a table this consumer does not write",
+                    )),
+                }
+            }
+            Err(e) => dead.push(dead_letter_row(
+                &record.partition,
+                record.offset,
+                record.message.key(),
+                record.message.payload(),
+                e,
+            )),
+        }
+    }
+    if new_records == 0 {
+        return Ok(()); // the lake already covers the whole batch
+    }
+    let properties = LakeState::properties(&offsets, &epochs);
+
+    // 2. Per table: the winners (newer than the lake), the schema of the
+    //    newest one, the rows to rewrite.
+    let mut commits: Vec<(usize, Commit)> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut state_rows: Vec<Row> = Vec::new();
+    let (mut applied, mut skipped) = (0u64, 0u64);
+    for (t, changes) in per_table.iter().enumerate() {
+        if changes.is_empty() {
+            continue;
+        }
+        let keyed = keyed(&state.tables[t], changes)?;
+        let mut winners: HashMap<&str, &Keyed> = HashMap::new();
+        for k in &keyed {
+            let stored = state.index[t].get(&k.key).map(|(p, _)| *p);
+            let best = winners.get(k.key.as_str()).map(|w| w.position).or(stored);
+            if best.is_none_or(|b| k.position > b) {
+                winners.insert(&k.key, k);
+            }
+        }
+        applied += winners.len() as u64;
+        skipped += (keyed.len() - winners.len()) as u64;
+        if winners.is_empty() {
+            continue;
+        }
+        // Schema: follow the newest winner's writer schema.
+        if let Some(newest) = winners
+            .values()
+            .filter(|k| !k.change.columns.is_empty())
+            .max_by_key(|k| k.position)
+        {
+            let changes = schema_changes(&state.tables[t], &newest.change.columns)?;
+            if !changes.is_empty() {
+                let table = &state.tables[t];
+                let evolved = lake
+                    .evolve_schema(&table.table, &changes)
+                    .await
+                    .map_err(|e| {
+                        if e.is_conflict() {
+                            Attempt::Conflict(e.to_string())
+                        } else {
+                            Attempt::Fatal(Fatal::Other(e.to_string()))
+                        }
+                    })?;
+                log(&format!(
+                    "correct: {}: schema evolved: {changes:?}",
+                    table.table.identifier()
+                ));
+                // Start the batch over on the new schema (files re-read).
+                return Err(Attempt::Reload(format!(
+                    "{} changed its schema",
+                    evolved.identifier()
+                )));
+            }
+        }
+        let table = &state.tables[t];
+        let changed: HashSet<&str> = winners.keys().copied().collect();
+        let mut upserts: Vec<(&str, &Row)> = Vec::new();
+        for (&key, k) in &winners {
+            state_rows.push(state_row(
+                &table.source_table,
+                key,
+                k.position,
+                k.change.op == ChangeOp::Delete,
+            ));
+            if k.change.op != ChangeOp::Delete
+                && let Some(after) = &k.change.after
+            {
+                upserts.push((key, after));
+            }
+        }
+        upserts.sort_by_key(|(k, _)| *k);
+        let schema = table.table.metadata().current_schema().clone();
+        let rows: Vec<&Row> = upserts.iter().map(|(_, r)| *r).collect();
+        let upsert_batch = to_arrow(&schema, &rows)?;
+        let upsert_keys = upserts.iter().map(|(k, _)| (*k).to_owned()).collect();
+        let (removed, batch, keys) = table.rewrite(&changed, upsert_batch, upsert_keys)?;
+        let added = if batch.num_rows() == 0 {
+            Vec::new()
+        } else {
+            write_data_files(&table.table, vec![batch.clone()])
+                .await
+                .map_err(|e| format!("{}: write: {e}", table.table.identifier()))?
+        };
+        pending.push(Pending {
+            table: t,
+            removed: removed.clone(),
+            added: (added.len() == 1).then(|| (added[0].file_path().to_owned(), batch, keys)),
+            reindex: added.len() > 1,
+            winners: winners
+                .iter()
+                .map(|(k, w)| {
+                    (
+                        (*k).to_owned(),
+                        (w.position, w.change.op == ChangeOp::Delete),
+                    )
+                })
+                .collect(),
+        });
+        commits.push((
+            t,
+            Commit::overwrite(removed, added).with_properties(properties.clone()),
+        ));
+    }
+
+    // 3. `_lp_state` (always: it carries the offsets) and the dead letters.
+    //    When it has many files, this batch rewrites it as one: the newest
+    //    entry per key, this batch's included.
+    let compact_state = !state_rows.is_empty() && state.state_files.len() + 1 > STATE_FILES_MAX;
+    if compact_state {
+        let mut newest: HashMap<(String, String), Row> = HashMap::new();
+        for (t, index) in state.index.iter().enumerate() {
+            let name = &state.tables[t].source_table;
+            for (key, (position, deleted)) in index {
+                newest.insert(
+                    (name.clone(), key.clone()),
+                    state_row(name, key, *position, *deleted),
+                );
+            }
+        }
+        for row in state_rows.drain(..) {
+            let (Some(Cell::Text(t)), Some(Cell::Text(k))) = (row.get("table"), row.get("key"))
+            else {
+                continue;
+            };
+            newest.insert((t.clone(), k.clone()), row);
+        }
+        state_rows = newest.into_values().collect();
+    }
+    let state_schema = state.state_table.metadata().current_schema().clone();
+    let rows: Vec<&Row> = state_rows.iter().collect();
+    let state_files = if rows.is_empty() {
+        Vec::new()
+    } else {
+        write_data_files(&state.state_table, vec![to_arrow(&state_schema, &rows)?])
+            .await
+            .map_err(|e| format!("{STATE_TABLE}: write: {e}"))?
+    };
+    let state_added: Vec<String> = state_files
+        .iter()
+        .map(|f| f.file_path().to_owned())
+        .collect();
+    let state_commit = if compact_state {
+        Commit::overwrite(state.state_files.clone(), state_files)
+    } else {
+        Commit::append(state_files)
+    };
+    let dead_files = if dead.is_empty() {
+        Vec::new()
+    } else {
+        let schema = state.dead_letters.metadata().current_schema().clone();
+        let rows: Vec<&Row> = dead.iter().collect();
+        write_data_files(&state.dead_letters, vec![to_arrow(&schema, &rows)?])
+            .await
+            .map_err(|e| format!("dead_letters: write: {e}"))?
+    };
+    fail_at(config, Step::AfterFiles, batch_number);
+
+    let mut all: Vec<(&iceberg::table::Table, Commit)> = commits
+        .into_iter()
+        .map(|(t, c)| (&state.tables[t].table, c))
+        .collect();
+    all.push((
+        &state.state_table,
+        state_commit.with_properties(properties.clone()),
+    ));
+    if !dead_files.is_empty() {
+        all.push((
+            &state.dead_letters,
+            Commit::append(dead_files).with_properties(properties.clone()),
+        ));
+    }
+    let committed = lake.commit_all(all).await.map_err(|e| match e {
+        CommitError::Conflict { .. } | CommitError::InputGone { .. } => {
+            Attempt::Conflict(e.to_string())
+        }
+        other => Attempt::Fatal(Fatal::Other(other.to_string())),
+    })?;
+    fail_at(config, Step::AfterCommit, batch_number);
+
+    // 4. The lake moved: so does the copy in memory.
+    let mut committed = committed.into_iter();
+    for p in pending {
+        let table = &mut state.tables[p.table];
+        if let Some(t) = committed.next() {
+            table.table = t;
+        }
+        table.committed(&p.removed, p.added);
+        if p.reindex {
+            table.load_files().await?;
+        }
+        for (key, entry) in p.winners {
+            state.index[p.table].insert(key, entry);
+        }
+    }
+    if let Some(t) = committed.next() {
+        state.state_table = t;
+    }
+    if compact_state {
+        state.state_files = state_added;
+    } else {
+        state.state_files.extend(state_added);
+    }
+    if let Some(t) = committed.next() {
+        state.dead_letters = t;
+    }
+    state.offsets = offsets;
+    state.epochs = epochs;
+    report.commits += 1;
+    report.applied += applied;
+    report.skipped += skipped;
+    report.dead_letters += dead.len() as u64;
+    log(&format!(
+        "correct: batch {batch_number}: {new_records} records -> {applied} changes applied, {skipped} not newer, \
+         {} dead letters; offsets {}",
+        dead.len(),
+        describe(&state.offsets)
+    ));
+    Ok(())
+}
+
+/// A table's part of a batch, applied to memory once committed.
+struct Pending {
+    table: usize,
+    removed: Vec<String>,
+    added: Option<(String, arrow_array::RecordBatch, Vec<String>)>,
+    reindex: bool,
+    winners: HashMap<String, (Position, bool)>,
+}
+
+/// Each change with its key rendered the way the lake's rows render theirs.
+fn keyed<'a>(
+    table: &state::TableState,
+    changes: &[(Position, &'a RowChange)],
+) -> Result<Vec<Keyed<'a>>, String> {
+    let schema = table.table.metadata().current_schema();
+    let keys: Vec<&Row> = changes.iter().map(|(_, c)| &c.key).collect();
+    let batch = to_arrow(schema, &keys)?;
+    let rendered = row_keys(&batch, &table.key_columns)?;
+    Ok(changes
+        .iter()
+        .zip(rendered)
+        .map(|((position, change), key)| Keyed {
+            position: *position,
+            key,
+            change,
+        })
+        .collect())
+}
+
+/// The changes that bring `table`'s schema to the writer schema `columns`
+/// (Debezium's (name, type) pairs): new columns added, missing ones
+/// dropped, types widened; a lake type already wider than the events' is
+/// kept (its values fit). Anything else is [`Fatal::Schema`].
+fn schema_changes(
+    table: &state::TableState,
+    columns: &[(String, String)],
+) -> Result<Vec<SchemaChange>, Fatal> {
+    let schema = table.table.metadata().current_schema();
+    let mut changes = Vec::new();
+    for (name, events) in columns {
+        let wanted = iceberg_type(events);
+        match schema.field_by_name(name) {
+            None => {
+                let Some(t) = wanted else {
+                    return Err(schema_fatal(
+                        table,
+                        name,
+                        "absent",
+                        events,
+                        "no Iceberg type for it",
+                    ));
+                };
+                changes.push(SchemaChange::add_column(name, t));
+            }
+            Some(field) => {
+                let Some(lake) = field.field_type.as_primitive_type() else {
+                    continue;
+                };
+                if debezium_type_name(lake) == *events {
+                    continue;
+                }
+                let Some(t) = wanted else {
+                    return Err(schema_fatal(
+                        table,
+                        name,
+                        &lake.to_string(),
+                        events,
+                        "no Iceberg type for it",
+                    ));
+                };
+                let (from, to) = (Type::Primitive(lake.clone()), Type::Primitive(t.clone()));
+                match check_promotion(&from, &to) {
+                    Ok(()) => changes.push(SchemaChange::widen(name, t)),
+                    Err(reason) => {
+                        if check_promotion(&to, &from).is_err() {
+                            return Err(schema_fatal(
+                                table,
+                                name,
+                                &lake.to_string(),
+                                events,
+                                reason,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for field in schema.as_struct().fields() {
+        if !columns.iter().any(|(n, _)| n == &field.name) {
+            if table.key_columns.contains(&field.name) {
+                return Err(schema_fatal(
+                    table,
+                    &field.name,
+                    &field.field_type.to_string(),
+                    "absent",
+                    "a key column cannot be dropped",
+                ));
+            }
+            changes.push(SchemaChange::drop_column(&field.name));
+        }
+    }
+    Ok(changes)
+}
+
+fn schema_fatal(
+    table: &state::TableState,
+    column: &str,
+    lake: &str,
+    events: &str,
+    reason: &str,
+) -> Fatal {
+    Fatal::Schema {
+        table: table.table.identifier().to_string(),
+        column: column.to_owned(),
+        lake: lake.to_owned(),
+        events: events.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The Iceberg type of a Debezium (Avro) type name.
+fn iceberg_type(name: &str) -> Option<PrimitiveType> {
+    Some(match name {
+        "long" => PrimitiveType::Long,
+        "int" => PrimitiveType::Int,
+        "boolean" => PrimitiveType::Boolean,
+        "double" => PrimitiveType::Double,
+        "float" => PrimitiveType::Float,
+        "string" => PrimitiveType::String,
+        other => {
+            let (p, s) = other
+                .strip_prefix("decimal(")?
+                .strip_suffix(')')?
+                .split_once(',')?;
+            PrimitiveType::Decimal {
+                precision: p.trim().parse().ok()?,
+                scale: s.trim().parse().ok()?,
+            }
+        }
+    })
+}
+
+/// Mirror the lake's offsets to the consumer group (monitoring, the gate).
+/// Best effort: the lake is the truth.
+fn mirror(consumer: &StreamConsumer, state: &LakeState) {
+    let mut list = TopicPartitionList::new();
+    for ((topic, partition), offset) in &state.offsets {
+        let _ = list.add_partition_offset(topic, *partition, Offset::Offset(*offset));
+    }
+    if list.count() > 0 {
+        let _ = consumer.commit(&list, CommitMode::Async);
+    }
+}
+
+fn fail_at(config: &Config, step: Step, batch: u64) {
+    if config
+        .failpoint
+        .as_ref()
+        .is_some_and(|f| f.step == step && f.batch == batch)
+    {
+        eprintln!("correct: failpoint {step:?} at batch {batch}: SIGKILL");
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+        std::process::abort();
+    }
+}
+
+fn describe(offsets: &HashMap<Partition, i64>) -> String {
+    if offsets.is_empty() {
+        return "(none: from the beginning)".to_owned();
+    }
+    let mut parts: Vec<String> = offsets
+        .iter()
+        .map(|((t, p), o)| format!("{}[{p}]={o}", t.rsplit('.').next().unwrap_or(t)))
+        .collect();
+    parts.sort();
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failpoints_parse() {
+        assert_eq!(
+            "after-commit:3".parse::<Failpoint>().unwrap(),
+            Failpoint {
+                step: Step::AfterCommit,
+                batch: 3
+            }
+        );
+        assert!(
+            "during-lunch:1"
+                .parse::<Failpoint>()
+                .unwrap_err()
+                .contains("during-lunch")
+        );
+    }
+
+    #[test]
+    fn debezium_types_map_to_iceberg_and_back() {
+        for name in [
+            "long",
+            "int",
+            "boolean",
+            "double",
+            "string",
+            "decimal(14,2)",
+        ] {
+            assert_eq!(debezium_type_name(&iceberg_type(name).unwrap()), name);
+        }
+        assert_eq!(iceberg_type("bytes"), None);
+    }
+
+    #[test]
+    fn backoff_grows_and_jitters_within_bounds() {
+        for attempt in 1..6 {
+            let d = backoff(attempt, 7).as_millis() as u64;
+            let base = 20u64 << attempt;
+            assert!(d >= base && d < 2 * base, "{attempt}: {d}");
+        }
+    }
+}

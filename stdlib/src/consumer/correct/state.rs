@@ -1,0 +1,667 @@
+//! What the correct consumer keeps in the lake, and its in-memory copy.
+//!
+//! In namespace `correct_lp_<run>`:
+//! - one table per source table, holding exactly the source's live rows in
+//!   the source's current columns (no hidden columns, no deleted rows):
+//!   what pyiceberg, DuckDB or dbt read. Written copy-on-write: a batch
+//!   rewrites the data files holding the keys it changes (no delete files);
+//! - `_lp_state`, an append-only log of the position each applied change
+//!   had, per table and key, with a deleted flag: the consumer's own
+//!   per-row positions and its delete memory. Tables whose names start with
+//!   `_lp_` are the consumer's, never the source's;
+//! - `dead_letters`: records that could not be decoded, with topic,
+//!   partition, offset, key and value bytes and the error.
+//!
+//! Every batch is ONE catalog transaction over every table it changes
+//! ([`Lake::commit_all`]), always including `_lp_state`, and every
+//! snapshot of it carries the Kafka position the batch reached, per
+//! topic-partition: `lossproof.offset.<topic>.<partition>` (the next offset
+//! to read) and `lossproof.epoch.<topic>.<partition>` (the partition's
+//! latest snapshot LSN, see [`super::position`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::{Array as _, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use iceberg::arrow::ArrowReaderBuilder;
+use iceberg::scan::FileScanTask;
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+use iceberg::table::Table;
+use iceberg::{Catalog as _, NamespaceIdent, TableCreation, TableIdent};
+use lossproof_lang::vocabulary::WorkloadSig;
+use lossproof_runtime::Lake;
+use lossproof_runtime::change_event::{Cell, Row};
+use lossproof_runtime::lake::latest_properties;
+use lossproof_runtime::reconcile::canonical;
+
+use super::position::Position;
+
+/// The consumer's own tables start with this; the reconciler and readers
+/// of the source's tables never look at them.
+pub const RESERVED_PREFIX: &str = "_lp_";
+/// The position log.
+pub const STATE_TABLE: &str = "_lp_state";
+/// Undecodable records.
+pub const DEAD_LETTERS: &str = "dead_letters";
+/// Summary property prefixes.
+pub const OFFSET_PREFIX: &str = lossproof_runtime::reconcile::gate::OFFSET_PROPERTY_PREFIX;
+pub const EPOCH_PREFIX: &str = "lossproof.epoch.";
+
+/// A topic-partition.
+pub type Partition = (String, i32);
+
+/// One source table's lake table, in memory.
+pub struct TableState {
+    pub source_table: String,
+    pub table: Table,
+    pub key_columns: Vec<String>,
+    /// Live data files: their rows (in the table's current schema) and keys.
+    pub files: BTreeMap<String, FileRows>,
+    /// Which live file holds a key.
+    pub key_file: HashMap<String, String>,
+}
+
+pub struct FileRows {
+    pub batch: RecordBatch,
+    pub keys: Vec<String>,
+}
+
+/// Everything the consumer knows, as of the lake's current snapshots.
+pub struct LakeState {
+    pub namespace: NamespaceIdent,
+    pub tables: Vec<TableState>,
+    pub state_table: Table,
+    pub dead_letters: Table,
+    /// Next offset to read, per partition (absent: from the beginning).
+    pub offsets: HashMap<Partition, i64>,
+    pub epochs: HashMap<Partition, u64>,
+    /// Per (table index, key): the position applied and whether it was a delete.
+    pub index: Vec<HashMap<String, (Position, bool)>>,
+    /// The live data files of `_lp_state` (compacted into one when there
+    /// are [`STATE_FILES_MAX`]).
+    pub state_files: Vec<String>,
+}
+
+/// `_lp_state` is rewritten as one file (the newest entry per key) in the
+/// batch that would make it hold more files than this.
+pub const STATE_FILES_MAX: usize = 64;
+
+/// The schema of `_lp_state`.
+fn state_schema() -> Result<Schema, String> {
+    use PrimitiveType::{Boolean, Int, Long, String as Text};
+    let f = |id, name, t, required| {
+        Arc::new(if required {
+            NestedField::required(id, name, Type::Primitive(t))
+        } else {
+            NestedField::optional(id, name, Type::Primitive(t))
+        })
+    };
+    Schema::builder()
+        .with_fields([
+            f(1, "table", Text, true),
+            f(2, "key", Text, true),
+            f(3, "after_commit", Long, true),
+            f(4, "lsn", Long, true),
+            f(5, "rank", Int, true),
+            f(6, "deleted", Boolean, true),
+        ])
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The schema of `dead_letters`.
+fn dead_letter_schema() -> Result<Schema, String> {
+    use PrimitiveType::{Binary, Int, Long, String as Text};
+    let f = |id, name, t, required| {
+        Arc::new(if required {
+            NestedField::required(id, name, Type::Primitive(t))
+        } else {
+            NestedField::optional(id, name, Type::Primitive(t))
+        })
+    };
+    Schema::builder()
+        .with_fields([
+            f(1, "topic", Text, true),
+            f(2, "partition", Int, true),
+            f(3, "offset", Long, true),
+            f(4, "key", Binary, false),
+            f(5, "value", Binary, false),
+            f(6, "error", Text, true),
+        ])
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// One row of `_lp_state`.
+pub fn state_row(table: &str, key: &str, position: Position, deleted: bool) -> Row {
+    [
+        ("table".to_owned(), Cell::Text(table.to_owned())),
+        ("key".to_owned(), Cell::Text(key.to_owned())),
+        (
+            "after_commit".to_owned(),
+            Cell::Int(i64::try_from(position.after_commit).unwrap_or(i64::MAX)),
+        ),
+        (
+            "lsn".to_owned(),
+            Cell::Int(i64::try_from(position.lsn).unwrap_or(i64::MAX)),
+        ),
+        ("rank".to_owned(), Cell::Int(i64::from(position.rank))),
+        ("deleted".to_owned(), Cell::Bool(deleted)),
+    ]
+    .into()
+}
+
+/// One row of `dead_letters`.
+pub fn dead_letter_row(
+    (topic, partition): &Partition,
+    offset: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    error: &str,
+) -> Row {
+    let bytes = |b: Option<&[u8]>| b.map_or(Cell::Null, |b| Cell::Bytes(b.to_vec()));
+    [
+        ("topic".to_owned(), Cell::Text(topic.clone())),
+        ("partition".to_owned(), Cell::Int(i64::from(*partition))),
+        ("offset".to_owned(), Cell::Int(offset)),
+        ("key".to_owned(), bytes(key)),
+        ("value".to_owned(), bytes(value)),
+        ("error".to_owned(), Cell::Text(error.to_owned())),
+    ]
+    .into()
+}
+
+/// Each row's key: the canonical text of its key columns, joined.
+pub fn row_keys(batch: &RecordBatch, key_columns: &[String]) -> Result<Vec<String>, String> {
+    let mut rendered = Vec::new();
+    for name in key_columns {
+        let array = batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no key column {name}"))?;
+        rendered.push(canonical::arrow_column(array)?);
+    }
+    Ok((0..batch.num_rows())
+        .map(|i| {
+            rendered
+                .iter()
+                .map(|c| c[i].as_str())
+                .collect::<Vec<_>>()
+                .join("\u{1f}")
+        })
+        .collect())
+}
+
+impl LakeState {
+    /// Create what is missing and read the lake's state. Refuses a lake
+    /// whose tables hold rows but whose position is unknown.
+    pub async fn open(
+        lake: &Lake,
+        namespace: &str,
+        prefix: &str,
+        workload: &WorkloadSig,
+    ) -> Result<Self, String> {
+        let ns = lake
+            .ensure_namespace(namespace)
+            .await
+            .map_err(|e| format!("namespace {namespace}: {e}"))?;
+        let create = async |name: &str, schema: Schema| -> Result<(), String> {
+            let ident = TableIdent::new(ns.clone(), name.to_owned());
+            if !lake
+                .catalog()
+                .table_exists(&ident)
+                .await
+                .map_err(|e| format!("{ident}: {e}"))?
+            {
+                let creation = TableCreation::builder()
+                    .name(name.to_owned())
+                    .schema(schema)
+                    .build();
+                lake.catalog()
+                    .create_table(&ns, creation)
+                    .await
+                    .map_err(|e| format!("create {ident}: {e}"))?;
+            }
+            Ok(())
+        };
+        for table in workload.tables {
+            create(
+                &format!("{prefix}{}", table.name),
+                super::super::iceberg_schema(table)?,
+            )
+            .await?;
+        }
+        create(&format!("{prefix}{STATE_TABLE}"), state_schema()?).await?;
+        create(&format!("{prefix}{DEAD_LETTERS}"), dead_letter_schema()?).await?;
+        let mut state = Self {
+            state_table: load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?,
+            dead_letters: load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?,
+            namespace: ns,
+            tables: Vec::new(),
+            offsets: HashMap::new(),
+            epochs: HashMap::new(),
+            index: Vec::new(),
+            state_files: Vec::new(),
+        };
+        state.reload(lake, prefix, workload).await?;
+        Ok(state)
+    }
+
+    /// Read everything again from the lake's current snapshots (after a
+    /// conflict, a schema change, or at start).
+    pub async fn reload(
+        &mut self,
+        lake: &Lake,
+        prefix: &str,
+        workload: &WorkloadSig,
+    ) -> Result<(), String> {
+        let ns = self.namespace.clone();
+        self.state_table = load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?;
+        self.dead_letters = load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?;
+        let properties = latest_properties(&self.state_table, "lossproof.");
+        self.offsets = parse_positions(&properties, OFFSET_PREFIX)?;
+        self.epochs = parse_positions(&properties, EPOCH_PREFIX)?
+            .into_iter()
+            .map(|(p, e)| (p, u64::try_from(e).unwrap_or(0)))
+            .collect();
+        self.tables.clear();
+        for sig in workload.tables {
+            let table = load(lake, &ns, &format!("{prefix}{}", sig.name)).await?;
+            let mut state = TableState {
+                source_table: sig.name.to_owned(),
+                table,
+                key_columns: sig.primary_key.iter().map(|&k| k.to_owned()).collect(),
+                files: BTreeMap::new(),
+                key_file: HashMap::new(),
+            };
+            state.load_files().await?;
+            if self.offsets.is_empty() && !state.key_file.is_empty() {
+                return Err(format!(
+                    "refusing to start: {} holds {} rows but the lake stores no Kafka offsets \
+                     for it ({} has none): it was not written by this consumer, or its state was lost; \
+                     rebuild it (--rebuild) instead of guessing where to resume",
+                    state.table.identifier(),
+                    state.key_file.len(),
+                    self.state_table.identifier()
+                ));
+            }
+            self.tables.push(state);
+        }
+        self.index = vec![HashMap::new(); self.tables.len()];
+        self.state_files = live_files(&self.state_table).await?;
+        let names: HashMap<&str, usize> = self
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.source_table.as_str(), i))
+            .collect();
+        for batch in lossproof_runtime::lake::read::visible_rows(&self.state_table)
+            .await
+            .map_err(|e| format!("{}: {e}", self.state_table.identifier()))?
+        {
+            let col = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .ok_or_else(|| format!("{STATE_TABLE} has no column {name}"))
+            };
+            let (tables, keys) = (col("table")?, col("key")?);
+            let tables = tables.as_any().downcast_ref::<StringArray>();
+            let keys = keys.as_any().downcast_ref::<StringArray>();
+            let commits = col("after_commit")?;
+            let commits = commits.as_any().downcast_ref::<Int64Array>();
+            let lsns = col("lsn")?;
+            let lsns = lsns.as_any().downcast_ref::<Int64Array>();
+            let ranks = col("rank")?;
+            let ranks = ranks.as_any().downcast_ref::<Int32Array>();
+            let deleted = col("deleted")?;
+            let deleted = deleted.as_any().downcast_ref::<BooleanArray>();
+            let (Some(tables), Some(keys), Some(commits), Some(lsns), Some(ranks), Some(deleted)) =
+                (tables, keys, commits, lsns, ranks, deleted)
+            else {
+                return Err(format!("{STATE_TABLE} has unexpected column types"));
+            };
+            for i in 0..batch.num_rows() {
+                let Some(&t) = names.get(tables.value(i)) else {
+                    continue;
+                };
+                let position = Position {
+                    after_commit: u64::try_from(commits.value(i)).unwrap_or(0),
+                    lsn: u64::try_from(lsns.value(i)).unwrap_or(0),
+                    rank: u8::try_from(ranks.value(i)).unwrap_or(0),
+                };
+                let entry = self.index[t]
+                    .entry(keys.value(i).to_owned())
+                    .or_insert((position, deleted.value(i)));
+                if position > entry.0 {
+                    *entry = (position, deleted.value(i));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The summary properties of a commit that reached `offsets`/`epochs`.
+    #[must_use]
+    pub fn properties(
+        offsets: &HashMap<Partition, i64>,
+        epochs: &HashMap<Partition, u64>,
+    ) -> HashMap<String, String> {
+        let mut properties = HashMap::new();
+        for ((topic, partition), offset) in offsets {
+            properties.insert(
+                format!("{OFFSET_PREFIX}{topic}.{partition}"),
+                offset.to_string(),
+            );
+        }
+        for ((topic, partition), epoch) in epochs {
+            properties.insert(
+                format!("{EPOCH_PREFIX}{topic}.{partition}"),
+                epoch.to_string(),
+            );
+        }
+        properties
+    }
+}
+
+/// `lossproof.offset.<topic>.<partition>` properties as a map (the topic
+/// may contain dots; the partition is after the last one).
+fn parse_positions(
+    properties: &HashMap<String, String>,
+    prefix: &str,
+) -> Result<HashMap<Partition, i64>, String> {
+    let mut out = HashMap::new();
+    for (key, value) in properties {
+        let Some(rest) = key.strip_prefix(prefix) else {
+            continue;
+        };
+        let bad = || format!("unreadable lake position {key}={value}");
+        let (topic, partition) = rest.rsplit_once('.').ok_or_else(bad)?;
+        let partition: i32 = partition.parse().map_err(|_| bad())?;
+        let value: i64 = value.parse().map_err(|_| bad())?;
+        out.insert((topic.to_owned(), partition), value);
+    }
+    Ok(out)
+}
+
+/// The stored offsets of a correct consumer's namespace, per partition, as
+/// its latest `_lp_state` snapshot has them (the drain gate reads this).
+pub async fn stored_offsets(
+    lake: &Lake,
+    namespace: &str,
+) -> Result<HashMap<Partition, i64>, String> {
+    let table = load(
+        lake,
+        &NamespaceIdent::new(namespace.to_owned()),
+        STATE_TABLE,
+    )
+    .await?;
+    parse_positions(&latest_properties(&table, "lossproof."), OFFSET_PREFIX)
+}
+
+/// The live data files of `table`'s current snapshot.
+async fn live_files(table: &Table) -> Result<Vec<String>, String> {
+    if table.metadata().current_snapshot().is_none() {
+        return Ok(Vec::new());
+    }
+    let ident = table.identifier();
+    let tasks: Vec<FileScanTask> = table
+        .scan()
+        .select_all()
+        .build()
+        .map_err(|e| format!("{ident}: {e}"))?
+        .plan_files()
+        .await
+        .map_err(|e| format!("{ident}: {e}"))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("{ident}: {e}"))?;
+    Ok(tasks.into_iter().map(|t| t.data_file_path).collect())
+}
+
+pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table, String> {
+    let ident = TableIdent::new(ns.clone(), name.to_owned());
+    lake.catalog()
+        .load_table(&ident)
+        .await
+        .map_err(|e| format!("{ident}: {e}"))
+}
+
+impl TableState {
+    /// Read every live data file with its rows and keys. The consumer
+    /// writes no delete files: a table with some was written by someone
+    /// else, and is refused.
+    pub async fn load_files(&mut self) -> Result<(), String> {
+        self.files.clear();
+        self.key_file.clear();
+        if self.table.metadata().current_snapshot().is_none() {
+            return Ok(());
+        }
+        let ident = self.table.identifier().clone();
+        let scan = self
+            .table
+            .scan()
+            .select_all()
+            .build()
+            .map_err(|e| format!("{ident}: {e}"))?;
+        let tasks: Vec<FileScanTask> = scan
+            .plan_files()
+            .await
+            .map_err(|e| format!("{ident}: {e}"))?
+            .try_collect()
+            .await
+            .map_err(|e| format!("{ident}: {e}"))?;
+        let schema = Arc::new(
+            iceberg::arrow::schema_to_arrow_schema(self.table.metadata().current_schema())
+                .map_err(|e| e.to_string())?,
+        );
+        for task in tasks {
+            if !task.deletes.is_empty() {
+                return Err(format!(
+                    "{ident}: {} has delete files applied to it; the correct consumer writes \
+                     copy-on-write only and cannot index such a table",
+                    task.data_file_path
+                ));
+            }
+            let path = task.data_file_path.clone();
+            let reader =
+                ArrowReaderBuilder::new(self.table.file_io().clone(), iceberg::Runtime::current())
+                    .build();
+            let batches: Vec<RecordBatch> = reader
+                .read(futures_util::stream::iter([Ok(task)]).boxed())
+                .map_err(|e| format!("{ident}: {e}"))?
+                .stream()
+                .try_collect()
+                .await
+                .map_err(|e| format!("{ident}: {path}: {e}"))?;
+            let batches = batches
+                .into_iter()
+                .map(|b| conform(&b, &schema))
+                .collect::<Result<Vec<_>, _>>()?;
+            let batch = arrow_select::concat::concat_batches(&schema, &batches)
+                .map_err(|e| format!("{ident}: {path}: {e}"))?;
+            let keys = row_keys(&batch, &self.key_columns)?;
+            for key in &keys {
+                self.key_file.insert(key.clone(), path.clone());
+            }
+            self.files.insert(path, FileRows { batch, keys });
+        }
+        Ok(())
+    }
+
+    /// Rows to write for a batch: every row of the files holding `changed`
+    /// keys, except those keys, plus `upserts` (in the current schema).
+    /// Returns (the files to remove, the rows, their keys).
+    pub fn rewrite(
+        &self,
+        changed: &HashSet<&str>,
+        upserts: RecordBatch,
+        upsert_keys: Vec<String>,
+    ) -> Result<(Vec<String>, RecordBatch, Vec<String>), String> {
+        let schema = upserts.schema();
+        let mut removed: Vec<String> = changed
+            .iter()
+            .filter_map(|k| self.key_file.get(*k).cloned())
+            .collect();
+        removed.sort();
+        removed.dedup();
+        let mut parts = Vec::new();
+        let mut keys = Vec::new();
+        for path in &removed {
+            let file = &self.files[path];
+            let keep: Vec<bool> = file
+                .keys
+                .iter()
+                .map(|k| !changed.contains(k.as_str()))
+                .collect();
+            let kept = arrow_select::filter::filter_record_batch(
+                &file.batch,
+                &BooleanArray::from(keep.clone()),
+            )
+            .map_err(|e| e.to_string())?;
+            parts.push(conform(&kept, &schema)?);
+            keys.extend(
+                file.keys
+                    .iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(key, _)| key.clone()),
+            );
+        }
+        parts.push(upserts);
+        keys.extend(upsert_keys);
+        let rows =
+            arrow_select::concat::concat_batches(&schema, &parts).map_err(|e| e.to_string())?;
+        Ok((removed, rows, keys))
+    }
+
+    /// After a commit: `removed` are gone, `added` (one file) holds `rows`.
+    pub fn committed(
+        &mut self,
+        removed: &[String],
+        added: Option<(String, RecordBatch, Vec<String>)>,
+    ) {
+        for path in removed {
+            if let Some(file) = self.files.remove(path) {
+                for key in &file.keys {
+                    if self.key_file.get(key) == Some(path) {
+                        self.key_file.remove(key);
+                    }
+                }
+            }
+        }
+        if let Some((path, batch, keys)) = added {
+            for key in &keys {
+                self.key_file.insert(key.clone(), path.clone());
+            }
+            self.files.insert(path, FileRows { batch, keys });
+        }
+    }
+}
+
+/// `batch` in `schema` (same columns by name; types cast where a widened
+/// column still reads narrower, missing columns NULL).
+pub fn conform(
+    batch: &RecordBatch,
+    schema: &arrow_schema::SchemaRef,
+) -> Result<RecordBatch, String> {
+    let mut columns = Vec::new();
+    for field in schema.fields() {
+        let column = match batch.column_by_name(field.name()) {
+            Some(c) if c.data_type() == field.data_type() => c.clone(),
+            Some(c) => arrow_cast::cast(c, field.data_type()).map_err(|e| {
+                format!(
+                    "column {}: cannot read {} as {}: {e}",
+                    field.name(),
+                    c.data_type(),
+                    field.data_type()
+                )
+            })?,
+            None => arrow_array::new_null_array(field.data_type(), batch.num_rows()),
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// The `dead_letters` table assertions see: one row per dead letter of each
+/// `(consumer, namespace)` that has one (`consumer`, `topic`, `partition`,
+/// `offset`, `error`). Without a lake: the empty table (for planning).
+pub async fn dead_letters_batch(
+    lake: Option<&Lake>,
+    consumers: &[(String, String)],
+) -> Result<RecordBatch, String> {
+    use arrow_schema::{DataType, Field, Schema as ArrowSchema};
+    let (mut consumer, mut topic, mut partition, mut offset, mut error) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    if let Some(lake) = lake {
+        for (name, namespace) in consumers {
+            let ident = TableIdent::new(
+                NamespaceIdent::new(namespace.clone()),
+                DEAD_LETTERS.to_owned(),
+            );
+            if !lake.catalog().table_exists(&ident).await.unwrap_or(false) {
+                continue;
+            }
+            let table = lake
+                .catalog()
+                .load_table(&ident)
+                .await
+                .map_err(|e| format!("{ident}: {e}"))?;
+            for batch in lossproof_runtime::lake::read::visible_rows(&table)
+                .await
+                .map_err(|e| format!("{ident}: {e}"))?
+            {
+                let col = |n: &str| {
+                    batch
+                        .column_by_name(n)
+                        .cloned()
+                        .ok_or_else(|| format!("{ident}: no column {n}"))
+                };
+                let (t, p, o, e) = (
+                    col("topic")?,
+                    col("partition")?,
+                    col("offset")?,
+                    col("error")?,
+                );
+                let (Some(t), Some(p), Some(o), Some(e)) = (
+                    t.as_any().downcast_ref::<StringArray>(),
+                    p.as_any().downcast_ref::<Int32Array>(),
+                    o.as_any().downcast_ref::<Int64Array>(),
+                    e.as_any().downcast_ref::<StringArray>(),
+                ) else {
+                    return Err(format!("{ident}: unexpected column types"));
+                };
+                for i in 0..batch.num_rows() {
+                    consumer.push(name.clone());
+                    topic.push(t.value(i).to_owned());
+                    partition.push(i64::from(p.value(i)));
+                    offset.push(o.value(i));
+                    error.push(e.value(i).to_owned());
+                }
+            }
+        }
+    }
+    let schema = Arc::new(ArrowSchema::new(vec![
+        Field::new("consumer", DataType::Utf8, false),
+        Field::new("topic", DataType::Utf8, false),
+        Field::new("partition", DataType::Int64, false),
+        Field::new("offset", DataType::Int64, false),
+        Field::new("error", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(consumer)),
+            Arc::new(StringArray::from(topic)),
+            Arc::new(Int64Array::from(partition)),
+            Arc::new(Int64Array::from(offset)),
+            Arc::new(StringArray::from(error)),
+        ],
+    )
+    .map_err(|e| e.to_string())
+}

@@ -1,0 +1,743 @@
+//! The correct consumer on the real pipeline (PostgreSQL, Debezium, the
+//! broker, the registry, `lossproof consumer correct` writing Iceberg), one
+//! stack, one run per behaviour the issue names, every run gated and scored
+//! by the reconciler:
+//!
+//! 1. SIGKILLed at each step boundary (failpoints after the data files,
+//!    after the commit, before the group mirror) and at random instants
+//!    under load, with its consumer group rewound behind its back: it
+//!    resumes from the lake's offsets and the lake is exact; then rebuilt
+//!    from the beginning and swapped in, still exact;
+//! 2. a re-sent old insert after a delete stays deleted, a re-snapshot by a
+//!    new connector and a re-sent snapshot read after a newer update keep
+//!    the newer row;
+//! 3. widen and add a column under load, then drop one: the lake follows, exact, and
+//!    pyiceberg reads exactly the source's rows; a scale change stops it
+//!    (exit 3) naming the column and both types;
+//! 4. junk goes to `dead_letters`, once, across a SIGKILL; a racing writer
+//!    (a compaction of the same table) forces retries and nothing is lost
+//!    or doubled;
+//! 5. it refuses to start on a table with rows but no stored offsets, and
+//!    on stored offsets past the topic's end.
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Schemas};
+use lossproof_runtime::debezium::{self, CaptureNames};
+use lossproof_runtime::lake::{Commit, write_data_files};
+use lossproof_runtime::reconcile::{self, ConsumerLake, Reconciliation, gate};
+use lossproof_runtime::{Lake, Ports, Stack};
+use lossproof_stdlib::consumer::correct::state::{STATE_TABLE, dead_letters_batch};
+use lossproof_stdlib::workload;
+use rdkafka::Message as _;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::careless::{Consumer, Run, counts, show, workload_plan};
+use crate::stack::{StackGuard, lossproof, ok};
+
+const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
+const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
+
+fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
+    &lossproof_stdlib::workloads::WORKLOADS[0]
+}
+
+#[test]
+fn correct_consumer_on_the_real_pipeline() {
+    let _serial = crate::support::heavy_test();
+    let state = std::env::temp_dir().join(format!("lossproof-correct-{}", std::process::id()));
+    let _guard = StackGuard(state.clone());
+    ok(&lossproof(&state, &["up"]));
+    let ports = Stack::open(&state).unwrap().ports().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let crashed = crashes_at_every_step_then_rebuild(&state, ports).await;
+        refuses_what_it_cannot_trust(&state, &crashed).await;
+        crashed.finish().await;
+        deletes_and_rereads_hold(&state, ports).await;
+        schema_follows_the_source(&state, ports).await;
+        junk_and_a_racing_writer(&state, ports).await;
+    });
+}
+
+/// Start the workload in the background (seeded, `seconds` long).
+fn load(run: &Run, seed: u64, seconds: u64) -> tokio::task::JoinHandle<workload::WorkloadReport> {
+    let port = run.ports.source_postgres;
+    tokio::spawn(async move {
+        let (_keep, stop) = tokio::sync::watch::channel(false);
+        workload::run(
+            &workload_plan(),
+            seed,
+            port,
+            DATABASE,
+            Duration::from_secs(seconds),
+            stop,
+        )
+        .await
+        .unwrap()
+    })
+}
+
+fn namespace(run: &Run) -> String {
+    lossproof_stdlib::consumer::namespace("correct", &run.names)
+}
+
+/// The gate for the correct consumer: its group mirror AND the offsets its
+/// lake stores at the end of every topic.
+async fn gate_correct(run: &Run, names: &CaptureNames, consumer: &Consumer, limit: Duration) {
+    let final_lsn = debezium::current_lsn(&run.source).await.unwrap();
+    let positions =
+        lossproof_stdlib::consumer::positions(&["correct".to_owned()], &run.names, orders());
+    let lake = Lake::open(&run.state).await.unwrap();
+    let gated = gate::wait_scoreable(
+        &run.connect,
+        names,
+        &run.source,
+        final_lsn,
+        run.ports.broker,
+        &positions,
+        Some(&lake),
+        limit,
+    )
+    .await;
+    assert_eq!(
+        gated,
+        Ok(()),
+        "drained: the lake's offsets are at every topic's end; the consumer's log:\n{}",
+        consumer.log()
+    );
+}
+
+async fn reconcile_correct(run: &Run) -> Reconciliation {
+    let lake = Lake::open(&run.state).await.unwrap();
+    let correct = ConsumerLake {
+        consumer: "correct".into(),
+        namespace: namespace(run),
+        views: std::collections::HashMap::new(),
+    };
+    let tables: Vec<&str> = orders().tables.iter().map(|t| t.name).collect();
+    reconcile::reconcile(&run.source, &lake, &tables, &[correct])
+        .await
+        .unwrap()
+}
+
+fn assert_exact(scored: &Reconciliation, what: &str) {
+    let wrong = scored.wrong_rows("correct");
+    let compared: u64 = scored.summary.iter().map(|s| s.counts.compared).sum();
+    eprintln!("correct consumer, {what}: {}", show(scored));
+    assert!(compared > 0, "{what}: rows were compared");
+    assert_eq!(wrong, 0, "{what}: the lake is exact: {}", show(scored));
+}
+
+/// Wait (bounded) for a consumer to exit on its own.
+fn wait_exit(consumer: &mut Consumer, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = consumer.child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the consumer did not exit within {limit:?}\n{}",
+            consumer.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
+    let run = Run::start(state, ports, "crash").await;
+    let workload = load(&run, 21, 10);
+    for failpoint in ["after-files:2", "after-commit:2", "before-mirror:2"] {
+        let mut consumer = Consumer::spawn_kind(
+            state,
+            &run.id,
+            "correct",
+            &[QUICK, &["--failpoint", failpoint]].concat(),
+        );
+        let status = wait_exit(&mut consumer, Duration::from_secs(60));
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "{failpoint}: killed at the step\n{}",
+            consumer.log()
+        );
+        assert!(consumer.log().contains("failpoint"), "{}", consumer.log());
+    }
+    // Kills at random instants, and the group rewound to 0 behind its back:
+    // it must resume from the lake, never from the group.
+    for round in 0..3 {
+        let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+        tokio::time::sleep(Duration::from_millis(900 + 300 * round)).await;
+        consumer.sigkill();
+        rewind_group(&run);
+    }
+    let report = workload.await.unwrap();
+    assert_eq!(report.failed, 0);
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    consumer.stop();
+    let log = consumer.log();
+    let resumed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("resuming from the lake's offsets"))
+        .collect();
+    assert!(resumed.len() >= 7, "{log}");
+    assert!(
+        resumed.iter().skip(3).all(|l| !l.contains("(none")),
+        "after the first commits every start resumes from stored offsets, whatever the group says: {resumed:#?}"
+    );
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "killed at each step and at random under load",
+    );
+
+    // Rebuild from the beginning into new tables, swapped in at once.
+    let lake = Lake::open(state).await.unwrap();
+    let ident = iceberg::TableIdent::new(
+        iceberg::NamespaceIdent::new(namespace(&run)),
+        "orders".into(),
+    );
+    let before = iceberg::Catalog::load_table(lake.catalog(), &ident)
+        .await
+        .unwrap();
+    let mut rebuild = Consumer::spawn_kind(state, &run.id, "correct", &["--rebuild"]);
+    let status = wait_exit(&mut rebuild, Duration::from_mins(2));
+    assert!(status.success(), "rebuild: {status}\n{}", rebuild.log());
+    let after = iceberg::Catalog::load_table(lake.catalog(), &ident)
+        .await
+        .unwrap();
+    assert_ne!(before.metadata_location(), after.metadata_location());
+    assert!(
+        after
+            .metadata_location()
+            .unwrap_or_default()
+            .contains("_lp_rebuild_orders"),
+        "readers now see the rebuilt table: {:?}",
+        after.metadata_location()
+    );
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "rebuilt from the beginning of the topics",
+    );
+    // And it carries on from the rebuilt lake's offsets.
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    run.source
+        .batch_execute("UPDATE orders SET note = 'after the rebuild' WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 3)")
+        .await
+        .unwrap();
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    consumer.stop();
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "after the rebuild, consuming again",
+    );
+    run
+}
+
+/// Commit offset 0 for every topic to the correct consumer's group.
+fn rewind_group(run: &Run) {
+    let client: BaseConsumer = rdkafka::ClientConfig::new()
+        .set(
+            "bootstrap.servers",
+            format!("127.0.0.1:{}", run.ports.broker),
+        )
+        .set(
+            "group.id",
+            lossproof_stdlib::consumer::group("correct", &run.names),
+        )
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut list = TopicPartitionList::new();
+    for topic in run.topics() {
+        list.add_partition_offset(&topic, 0, Offset::Offset(0))
+            .unwrap();
+    }
+    let _ = client.commit(&list, CommitMode::Sync);
+}
+
+async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
+    let lake = Lake::open(state).await.unwrap();
+    // A table with rows but no stored offsets.
+    let foreign = format!("foreign_{}", run.id);
+    lossproof_stdlib::consumer::correct::state::LakeState::open(&lake, &foreign, "", orders())
+        .await
+        .unwrap();
+    let ns = iceberg::NamespaceIdent::new(foreign.clone());
+    let ident = iceberg::TableIdent::new(ns.clone(), "customers".into());
+    let table = iceberg::Catalog::load_table(lake.catalog(), &ident)
+        .await
+        .unwrap();
+    let schema = table.metadata().current_schema().clone();
+    let row: lossproof_runtime::change_event::Row =
+        [("customer_id".to_owned(), change_event::Cell::Int(1))].into();
+    let batch = lossproof_stdlib::consumer::to_arrow(&schema, &[&row]).unwrap();
+    lake.append(&table, vec![batch], std::collections::HashMap::new())
+        .await
+        .unwrap();
+    let mut refused = Consumer::spawn_kind(state, &run.id, "correct", &["--namespace", &foreign]);
+    let status = wait_exit(&mut refused, Duration::from_secs(60));
+    assert!(!status.success());
+    assert!(
+        refused.log().contains("refusing to start") && refused.log().contains("no Kafka offsets"),
+        "{}",
+        refused.log()
+    );
+    // Stored offsets past the topic's end (a recreated topic).
+    let state_ident = iceberg::TableIdent::new(
+        iceberg::NamespaceIdent::new(namespace(run)),
+        STATE_TABLE.into(),
+    );
+    let state_table = iceberg::Catalog::load_table(lake.catalog(), &state_ident)
+        .await
+        .unwrap();
+    let mut properties = lossproof_runtime::lake::latest_properties(&state_table, "lossproof.");
+    let key = format!("lossproof.offset.{}.0", run.topics()[1]);
+    properties.insert(key, "1000000000".into());
+    lake.commit(
+        &state_table,
+        Commit::append(Vec::new()).with_properties(properties),
+    )
+    .await
+    .unwrap();
+    let mut refused = Consumer::spawn_kind(state, &run.id, "correct", &[]);
+    let status = wait_exit(&mut refused, Duration::from_secs(60));
+    assert!(!status.success());
+    assert!(
+        refused.log().contains("past the topic's end"),
+        "{}",
+        refused.log()
+    );
+}
+
+/// Every record of `topic` (key, value, decoded).
+async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>, ChangeRecord)> {
+    let client: BaseConsumer = rdkafka::ClientConfig::new()
+        .set(
+            "bootstrap.servers",
+            format!("127.0.0.1:{}", run.ports.broker),
+        )
+        .set("group.id", "lossproof-test-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let (_, end) = client
+        .fetch_watermarks(topic, 0, Duration::from_secs(5))
+        .unwrap();
+    let mut list = TopicPartitionList::new();
+    list.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    client.assign(&list).unwrap();
+    let mut raw = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (raw.len() as i64) < end && Instant::now() < deadline {
+        if let Some(Ok(m)) = client.poll(Duration::from_millis(200)) {
+            raw.push((m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec)));
+        }
+    }
+    let mut schemas = Schemas::new(run.ports.registry);
+    let mut out = Vec::new();
+    for (key, value) in raw {
+        schemas
+            .fetch_for(key.as_deref(), value.as_deref())
+            .await
+            .unwrap();
+        if let Ok(decoded) =
+            change_event::decode_avro(key.as_deref(), value.as_deref(), &|id| schemas.lookup(id))
+        {
+            out.push((key, value, decoded));
+        }
+    }
+    out
+}
+
+async fn produce(run: &Run, topic: &str, records: &[(Option<Vec<u8>>, Option<Vec<u8>>)]) {
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set(
+            "bootstrap.servers",
+            format!("127.0.0.1:{}", run.ports.broker),
+        )
+        .create()
+        .unwrap();
+    for (key, value) in records {
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic);
+        if let Some(k) = key {
+            record = record.key(k.as_slice());
+        }
+        if let Some(v) = value {
+            record = record.payload(v.as_slice());
+        }
+        producer
+            .send(record, Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
+}
+
+fn order_id(record: &ChangeRecord) -> Option<i64> {
+    let ChangeRecord::Change(c) = record else {
+        return None;
+    };
+    match c.key.get("order_id") {
+        Some(change_event::Cell::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+async fn deletes_and_rereads_hold(state: &Path, ports: Ports) {
+    let run = Run::start(state, ports, "order").await;
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    load(&run, 5, 4).await.unwrap();
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    let orders_topic = run.topics()[1].clone();
+
+    // 1. Re-sent old inserts after their rows were deleted stay deleted.
+    run.source
+        .batch_execute("DELETE FROM orders WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 10)")
+        .await
+        .unwrap();
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    let all = records(&run, &orders_topic).await;
+    let deleted: std::collections::HashSet<i64> = all
+        .iter()
+        .filter(|(_, _, r)| matches!(r, ChangeRecord::Change(c) if c.op == ChangeOp::Delete))
+        .filter_map(|(_, _, r)| order_id(r))
+        .collect();
+    let old_inserts: Vec<_> = all
+        .iter()
+        .filter(|(_, _, r)| matches!(r, ChangeRecord::Change(c) if c.op == ChangeOp::Create))
+        .filter(|(_, _, r)| order_id(r).is_some_and(|k| deleted.contains(&k)))
+        .map(|(k, v, _)| (k.clone(), v.clone()))
+        .collect();
+    assert!(
+        old_inserts.len() >= 10,
+        "inserts of deleted orders to re-send: {}",
+        old_inserts.len()
+    );
+    produce(&run, &orders_topic, &old_inserts).await;
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "old inserts re-sent after their deletes",
+    );
+
+    // 2. A new connector with a new slot re-snapshots every row (op r) into
+    //    the same topics, then rows are updated after that snapshot, then
+    //    the snapshot reads of those rows are re-sent.
+    debezium::remove(&run.connect, &run.names, &run.source)
+        .await
+        .unwrap();
+    let second = CaptureNames {
+        connector: format!("{}-b", run.names.connector),
+        slot: format!("{}_b", run.names.slot),
+        publication: format!("{}_b", run.names.publication),
+        topic_prefix: run.names.topic_prefix.clone(),
+    };
+    let tables: Vec<String> = orders()
+        .tables
+        .iter()
+        .map(|t| format!("public.{}", t.name))
+        .collect();
+    let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let config = debezium::config(
+        &second,
+        &run.ports,
+        DATABASE,
+        &tables,
+        debezium::Encoding::Avro,
+    );
+    debezium::start(
+        &run.connect,
+        &second,
+        &config,
+        &run.source,
+        Duration::from_mins(1),
+    )
+    .await
+    .unwrap();
+    gate_correct(&run, &second, &consumer, Duration::from_mins(1)).await;
+    run.source
+        .batch_execute("UPDATE orders SET note = 'newer than the snapshot' WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 10)")
+        .await
+        .unwrap();
+    gate_correct(&run, &second, &consumer, Duration::from_mins(1)).await;
+    let all = records(&run, &orders_topic).await;
+    let updated: std::collections::HashSet<i64> = all
+        .iter()
+        .filter(|(_, _, r)| {
+            matches!(r, ChangeRecord::Change(c) if c.op == ChangeOp::Update
+                && matches!(c.after.as_ref().and_then(|a| a.get("note")), Some(change_event::Cell::Text(t)) if t == "newer than the snapshot"))
+        })
+        .filter_map(|(_, _, r)| order_id(r))
+        .collect();
+    let reads: Vec<_> = all
+        .iter()
+        .filter(|(_, _, r)| matches!(r, ChangeRecord::Change(c) if c.op == ChangeOp::Read && c.snapshot))
+        .filter(|(_, _, r)| order_id(r).is_some_and(|k| updated.contains(&k)))
+        .map(|(k, v, _)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(
+        reads.len(),
+        10,
+        "snapshot reads of the updated rows to re-send"
+    );
+    produce(&run, &orders_topic, &reads).await;
+    gate_correct(&run, &second, &consumer, Duration::from_mins(1)).await;
+    consumer.stop();
+    assert!(consumer.log().contains("not newer"), "{}", consumer.log());
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "a re-snapshot, then re-sent snapshot reads older than updates",
+    );
+    debezium::remove(&run.connect, &second, &run.source)
+        .await
+        .unwrap();
+}
+
+async fn schema_follows_the_source(state: &Path, ports: Ports) {
+    let run = Run::start(state, ports, "schema").await;
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    let workload = load(&run, 9, 8);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    run.source
+        .batch_execute("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(14,2)")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    run.source
+        .batch_execute("ALTER TABLE orders ADD COLUMN coupon text")
+        .await
+        .unwrap();
+    run.source
+        .batch_execute("UPDATE orders SET coupon = 'C' || order_id WHERE order_id % 3 = 0")
+        .await
+        .unwrap();
+    let report = workload.await.unwrap();
+    assert_eq!(report.failed, 0);
+    // The workload writes every column: drop one once it is done.
+    run.source
+        .batch_execute("ALTER TABLE order_items DROP COLUMN sku")
+        .await
+        .unwrap();
+    // Every row of every table changes once more, in the final schema.
+    run.source
+        .batch_execute("UPDATE orders SET quantity = quantity + 1; UPDATE order_items SET quantity = quantity + 1; UPDATE customers SET tier = tier")
+        .await
+        .unwrap();
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    assert_exact(
+        &reconcile_correct(&run).await,
+        "widen, add and drop under load",
+    );
+    let lake = Lake::open(state).await.unwrap();
+    let ns = iceberg::NamespaceIdent::new(namespace(&run));
+    let orders_table = iceberg::Catalog::load_table(
+        lake.catalog(),
+        &iceberg::TableIdent::new(ns.clone(), "orders".into()),
+    )
+    .await
+    .unwrap();
+    let schema = orders_table.metadata().current_schema();
+    assert_eq!(
+        schema
+            .field_by_name("amount")
+            .unwrap()
+            .field_type
+            .to_string(),
+        "decimal(14, 2)"
+    );
+    assert!(schema.field_by_name("coupon").is_some());
+    let items = iceberg::Catalog::load_table(
+        lake.catalog(),
+        &iceberg::TableIdent::new(ns, "order_items".into()),
+    )
+    .await
+    .unwrap();
+    assert!(
+        items
+            .metadata()
+            .current_schema()
+            .field_by_name("sku")
+            .is_none()
+    );
+    pyiceberg_reads_exactly(&lake, &run).await;
+
+    // A scale change cannot be expressed in Iceberg: it stops, with the reason.
+    run.source
+        .batch_execute("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(14,3); UPDATE orders SET quantity = quantity + 1 WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 1)")
+        .await
+        .unwrap();
+    let status = wait_exit(&mut consumer, Duration::from_mins(1));
+    assert_eq!(status.code(), Some(3), "{}", consumer.log());
+    let log = consumer.log();
+    let fatal = log
+        .lines()
+        .find(|l| l.starts_with("fatal: "))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        fatal.contains("`amount`")
+            && fatal.contains("decimal(14, 2)")
+            && fatal.contains("decimal(14,3)"),
+        "{fatal}"
+    );
+    run.finish().await;
+}
+
+/// pyiceberg 0.12 (no equality deletes) reads exactly the source's rows.
+async fn pyiceberg_reads_exactly(lake: &Lake, run: &Run) {
+    let script = format!(
+        "{}\nout = {{}}\nfor t, key in [('customers', ['customer_id']), ('orders', ['order_id']), ('order_items', ['order_id', 'line_no'])]:\n    rows = catalog.load_table('{}.' + t).scan().to_arrow().to_pylist()\n    out[t] = sorted([[str(r[k]) for k in key] + ([str(r['amount']), str(r['coupon'])] if t == 'orders' else []) for r in rows])\nprint(json.dumps(out))",
+        crate::lake::PY_PRELUDE,
+        namespace(run)
+    );
+    let read = crate::lake::pyiceberg(lake, &script);
+    for (table, sql) in [
+        ("customers", "SELECT customer_id::text FROM customers"),
+        (
+            "orders",
+            "SELECT order_id::text, amount::text, coalesce(coupon, 'None') FROM orders",
+        ),
+        (
+            "order_items",
+            "SELECT order_id::text, line_no::text FROM order_items",
+        ),
+    ] {
+        let mut source: Vec<Vec<String>> = run
+            .source
+            .query(sql, &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (0..r.len()).map(|i| r.get::<_, String>(i)).collect())
+            .collect();
+        source.sort();
+        let lake_rows: Vec<Vec<String>> = serde_json::from_value(read[table].clone()).unwrap();
+        assert_eq!(
+            lake_rows.len(),
+            source.len(),
+            "{table}: pyiceberg row count"
+        );
+        assert_eq!(
+            lake_rows, source,
+            "{table}: pyiceberg reads the source's rows"
+        );
+    }
+}
+
+async fn junk_and_a_racing_writer(state: &Path, ports: Ports) {
+    let run = Run::start(state, ports, "junk").await;
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    let workload = load(&run, 13, 10);
+    let orders_topic = run.topics()[1].clone();
+    let mut junk = Vec::new();
+    for i in 0..10u8 {
+        let value = if i % 2 == 0 {
+            b"\xffnot an Avro record".to_vec()
+        } else {
+            let mut framed = vec![0, 0x7f, 0xff, 0xff, 0xf0];
+            framed.extend_from_slice(b"\x02junk");
+            framed
+        };
+        junk.push((Some(vec![i]), Some(value)));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    produce(&run, &orders_topic, &junk).await;
+    // A SIGKILL right after: the dead letters must not be written twice.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    consumer.sigkill();
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+
+    // A racing writer: compactions of `orders` (its live files rewritten
+    // with the same rows) while the consumer commits.
+    let lake = Lake::open(state).await.unwrap();
+    let ident = iceberg::TableIdent::new(
+        iceberg::NamespaceIdent::new(namespace(&run)),
+        "orders".into(),
+    );
+    let (mut won, mut lost) = (0, 0);
+    while !workload.is_finished() {
+        let table = iceberg::Catalog::load_table(lake.catalog(), &ident)
+            .await
+            .unwrap();
+        let Some(snapshot) = table.metadata().current_snapshot() else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let sequence = snapshot.sequence_number();
+        let rows = lossproof_runtime::lake::read::visible_rows(&table)
+            .await
+            .unwrap();
+        let files: Vec<String> = {
+            use futures_util::TryStreamExt as _;
+            table
+                .scan()
+                .select_all()
+                .build()
+                .unwrap()
+                .plan_files()
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|t| t.data_file_path)
+                .collect()
+        };
+        if rows
+            .iter()
+            .map(arrow_array::RecordBatch::num_rows)
+            .sum::<usize>()
+            == 0
+        {
+            continue;
+        }
+        let added = write_data_files(&table, rows).await.unwrap();
+        match lake
+            .commit(&table, Commit::replace(files, added, sequence))
+            .await
+        {
+            Ok(_) => won += 1,
+            Err(e) => {
+                assert!(
+                    e.is_conflict()
+                        || matches!(e, lossproof_runtime::lake::CommitError::InputGone { .. }),
+                    "{e}"
+                );
+                lost += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(workload.await.unwrap().failed, 0);
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    consumer.stop();
+    let log = consumer.log();
+    eprintln!("racing compactions: {won} won, {lost} lost to the consumer");
+    assert!(won > 0, "some compactions committed");
+    assert!(
+        log.contains("reloading and recomputing"),
+        "the consumer lost some races and retried:\n{log}"
+    );
+    let scored = reconcile_correct(&run).await;
+    assert_exact(&scored, "junk, a SIGKILL and racing compactions");
+    assert_eq!(counts(&scored, "orders").wrong, 0);
+    let dead = dead_letters_batch(Some(&lake), &[("correct".into(), namespace(&run))])
+        .await
+        .unwrap();
+    assert_eq!(
+        dead.num_rows(),
+        10,
+        "every junk record is dead-lettered exactly once"
+    );
+    run.finish().await;
+}
