@@ -43,6 +43,7 @@ pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<
     })
 }
 
+#[allow(clippy::too_many_lines)] // fill, then three readers of the same records, then the table
 async fn measure(
     stack: &Stack,
     source: &tokio_postgres::Client,

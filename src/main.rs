@@ -303,6 +303,7 @@ fn bench(what: BenchWhat) -> Result<bool, String> {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one arm per command
 fn main() -> ExitCode {
     without_error_backtraces();
     let cli = Cli::parse();

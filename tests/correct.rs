@@ -163,7 +163,7 @@ async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
             "correct",
             &[QUICK, &["--failpoint", failpoint]].concat(),
         );
-        let status = wait_exit(&mut consumer, Duration::from_secs(60));
+        let status = wait_exit(&mut consumer, Duration::from_mins(1));
         assert_eq!(
             status.signal(),
             Some(9),
@@ -285,7 +285,7 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
         .await
         .unwrap();
     let mut refused = Consumer::spawn_kind(state, &run.id, "correct", &["--namespace", &foreign]);
-    let status = wait_exit(&mut refused, Duration::from_secs(60));
+    let status = wait_exit(&mut refused, Duration::from_mins(1));
     assert!(!status.success());
     assert!(
         refused.log().contains("refusing to start") && refused.log().contains("no Kafka offsets"),
@@ -310,7 +310,7 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
     .await
     .unwrap();
     let mut refused = Consumer::spawn_kind(state, &run.id, "correct", &[]);
-    let status = wait_exit(&mut refused, Duration::from_secs(60));
+    let status = wait_exit(&mut refused, Duration::from_mins(1));
     assert!(!status.success());
     assert!(
         refused.log().contains("past the topic's end"),
@@ -339,7 +339,7 @@ async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>
     client.assign(&list).unwrap();
     let mut raw = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while (raw.len() as i64) < end && Instant::now() < deadline {
+    while i64::try_from(raw.len()).unwrap_or(i64::MAX) < end && Instant::now() < deadline {
         if let Some(Ok(m)) = client.poll(Duration::from_millis(200)) {
             raw.push((m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec)));
         }
@@ -360,7 +360,10 @@ async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>
     out
 }
 
-async fn produce(run: &Run, topic: &str, records: &[(Option<Vec<u8>>, Option<Vec<u8>>)]) {
+/// A record's key and value bytes.
+type Raw = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+async fn produce(run: &Run, topic: &str, records: &[Raw]) {
     let producer: FutureProducer = rdkafka::ClientConfig::new()
         .set(
             "bootstrap.servers",
@@ -393,6 +396,7 @@ fn order_id(record: &ChangeRecord) -> Option<i64> {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one run, three deliveries checked in order
 async fn deletes_and_rereads_hold(state: &Path, ports: Ports) {
     let run = Run::start(state, ports, "order").await;
     let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
@@ -633,6 +637,7 @@ async fn pyiceberg_reads_exactly(lake: &Lake, run: &Run) {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one run: junk, a kill, then racing compactions
 async fn junk_and_a_racing_writer(state: &Path, ports: Ports) {
     let run = Run::start(state, ports, "junk").await;
     let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);

@@ -499,6 +499,22 @@ fn decimal_text(bytes: &[u8], scale: usize) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn sequence_gives_the_previous_commit_lsn_or_none() {
+        let text = |t: &str| Json::String(t.to_owned());
+        assert_eq!(
+            last_commit_lsn(&text(r#"["24023928","24023960"]"#)),
+            Some(24_023_928)
+        );
+        assert_eq!(
+            last_commit_lsn(&text(r#"[null,"24023960"]"#)),
+            None,
+            "snapshot reads, first transaction after a snapshot"
+        );
+        assert_eq!(last_commit_lsn(&Json::Null), None);
+        assert_eq!(last_commit_lsn(&text("not json")), None);
+    }
+
     fn envelope_schema(amount_precision: u32) -> Schema {
         let row = format!(
             r#"{{"type":"record","name":"Value","namespace":"lp.public.t","fields":[

@@ -228,10 +228,10 @@ async fn seed_body(
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
     progress("preparing: source tables, connector, consumers");
     let config = workload::capture(
-        &source,
-        &connect,
+        source,
+        connect,
         &ports,
-        &names,
+        names,
         orders,
         full,
         Duration::from_mins(2),
@@ -260,9 +260,9 @@ async fn seed_body(
         phase_end: Instant::now(),
         stack,
         ports,
-        source: &source,
-        connect: &connect,
-        names: &names,
+        source,
+        connect,
+        names,
         connector_config: &config,
         workload: orders,
         consumers: &consumers,
@@ -356,17 +356,17 @@ async fn seed_body(
     }
     progress("draining");
     let drain_start = Instant::now();
-    let final_lsn = debezium::current_lsn(&source)
+    let final_lsn = debezium::current_lsn(source)
         .await
         .map_err(|e| e.to_string())?;
-    let positions = crate::consumer::positions(&options.consumers, &names, orders);
+    let positions = crate::consumer::positions(&options.consumers, names, orders);
     let lake = Lake::open(stack.state().root())
         .await
         .map_err(|e| e.to_string())?;
     let gated = gate::wait_scoreable(
-        &connect,
-        &names,
-        &source,
+        connect,
+        names,
+        source,
         final_lsn,
         ports.broker,
         &positions,
@@ -382,7 +382,7 @@ async fn seed_body(
             stopped.push(format!("consumer {} stopped: {line}", consumer.name));
         }
     }
-    let result = if !stopped.is_empty() {
+    if !stopped.is_empty() {
         // A consumer that refused to guess is a FAIL with its reason, never
         // a count (it stopped on purpose) nor an INVALID (nothing is wrong
         // with the stack).
@@ -394,11 +394,10 @@ async fn seed_body(
     } else {
         progress("reconciling");
         let reconcile_start = Instant::now();
-        let scored = score(stack, plan, options, &names, &source, record).await;
+        let scored = score(stack, plan, options, names, source, record).await;
         record.timings.reconcile_ms = millis(reconcile_start.elapsed());
         scored
-    };
-    result
+    }
 }
 
 /// Reconcile, evaluate the assertions, set the verdict.

@@ -60,6 +60,7 @@ pub enum Invalid {
 }
 
 /// Wait (bounded by `limit`) until the run is drained; the error says why not.
+#[allow(clippy::too_many_arguments)] // the run's names, clients and positions, each once
 pub async fn wait_scoreable(
     connect: &ConnectClient,
     names: &CaptureNames,

@@ -201,6 +201,7 @@ pub async fn ensure_tables(
 /// `rows` as one Arrow batch of `schema` (field ids in the metadata, as the
 /// Iceberg writers need). A column missing from a row is NULL; a value that
 /// does not fit its column is an error naming both.
+#[allow(clippy::too_many_lines)] // one arm per Iceberg type
 pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
     let arrow_schema =
         Arc::new(iceberg::arrow::schema_to_arrow_schema(schema).map_err(|e| e.to_string())?);

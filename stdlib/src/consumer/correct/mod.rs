@@ -164,6 +164,7 @@ struct Record {
 
 /// Consume until `stop` turns true (or `stop_after` records, or the end
 /// with `until_end`).
+#[allow(clippy::too_many_lines)] // start-up checks, then the batch loop: read top to bottom
 pub async fn run(
     lake: &Lake,
     config: &Config,

@@ -68,11 +68,11 @@ pub async fn run(
         ..config.clone()
     };
     let report = super::run(lake, &rebuild, stop, log).await?;
-    let mut rebuilt = Vec::new();
+    let mut swapped_in = Vec::new();
     for name in &names {
-        rebuilt.push(load(lake, &ns, &format!("{PREFIX}{name}")).await?);
+        swapped_in.push(load(lake, &ns, &format!("{PREFIX}{name}")).await?);
     }
-    let pairs: Vec<_> = current.iter().zip(&rebuilt).collect();
+    let pairs: Vec<_> = current.iter().zip(&swapped_in).collect();
     lake.replace_tables(&pairs).await.map_err(|e| {
         format!(
             "the rebuild is complete but was not swapped in: {e} (was the consumer still running? \

@@ -134,6 +134,7 @@ fn dead_letter_schema() -> Result<Schema, String> {
 }
 
 /// One row of `_lp_state`.
+#[must_use]
 pub fn state_row(table: &str, key: &str, position: Position, deleted: bool) -> Row {
     [
         ("table".to_owned(), Cell::Text(table.to_owned())),
@@ -153,6 +154,7 @@ pub fn state_row(table: &str, key: &str, position: Position, deleted: bool) -> R
 }
 
 /// One row of `dead_letters`.
+#[must_use]
 pub fn dead_letter_row(
     (topic, partition): &Partition,
     offset: i64,
