@@ -174,9 +174,17 @@ async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
     }
     // Kills at random instants, and the group rewound to 0 behind its back:
     // it must resume from the lake, never from the group.
+    // Each kill lands while it consumes: after its start-up line and its
+    // next batch (a kill during start-up proves nothing).
     for round in 0..3 {
         let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
-        tokio::time::sleep(Duration::from_millis(900 + 300 * round)).await;
+        let batches = |log: &str| log.matches("correct: batch ").count();
+        let before = batches(&consumer.log());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while batches(&consumer.log()) == before && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100 * round)).await;
         consumer.sigkill();
         rewind_group(&run);
     }
