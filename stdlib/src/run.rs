@@ -394,7 +394,7 @@ async fn seed_body(
     } else {
         progress("reconciling");
         let reconcile_start = Instant::now();
-        let scored = score(stack, plan, options, names, source, record).await;
+        let scored = score(stack, plan, options, names, source, &lake, record).await;
         record.timings.reconcile_ms = millis(reconcile_start.elapsed());
         scored
     }
@@ -407,18 +407,16 @@ async fn score(
     options: &Options,
     names: &CaptureNames,
     source: &tokio_postgres::Client,
+    lake: &Lake,
     record: &mut SeedRecord,
 ) -> Result<(), String> {
-    let lake = Lake::open(stack.state().root())
-        .await
-        .map_err(|e| e.to_string())?;
     let lakes = crate::consumer::lakes(&options.consumers, names);
     let tables: Vec<&str> = crate::workloads::WORKLOADS[0]
         .tables
         .iter()
         .map(|t| t.name)
         .collect();
-    let scored = reconcile::reconcile(source, &lake, &tables, &lakes).await?;
+    let scored = reconcile::reconcile(source, lake, &tables, &lakes).await?;
     for consumer in &options.consumers {
         record
             .wrong_rows
@@ -431,7 +429,7 @@ async fn score(
         .map(|c| (c.clone(), crate::consumer::namespace(c, names)))
         .collect();
     let dead_letters =
-        crate::consumer::correct::state::dead_letters_batch(Some(&lake), &namespaces).await?;
+        crate::consumer::correct::state::dead_letters_batch(Some(lake), &namespaces).await?;
     let ctx = scored.session(&[
         ("faults", faults_batch(&record.faults)),
         ("dead_letters", dead_letters),

@@ -197,23 +197,9 @@ impl Lake {
         base: &Table,
         metadata: &TableMetadata,
     ) -> Result<Table, CommitError> {
-        let table = base.identifier().clone();
-        let iceberg = |source| CommitError::Iceberg {
-            table: table.clone(),
-            source,
-        };
-        let base_location = base.metadata_location_result().map_err(iceberg)?.to_owned();
-        let location = MetadataLocation::from_str(&base_location)
-            .map_err(iceberg)?
-            .with_next_version()
-            .with_new_metadata(metadata);
-        metadata
-            .write_to(base.file_io(), &location)
-            .await
-            .map_err(iceberg)?;
-        self.swap_metadata_location(&table, &base_location, &location.to_string())
-            .await?;
-        self.catalog().load_table(&table).await.map_err(iceberg)
+        let swap = write_next(base, metadata).await?;
+        self.swap_all(std::slice::from_ref(&swap)).await?;
+        self.load(&swap.0).await
     }
 
     /// Commit several tables' changes ALL OR NOTHING: each is staged against
@@ -229,33 +215,25 @@ impl Lake {
         let mut swaps = Vec::new();
         for (base, commit) in commits {
             let metadata = self.stage(base, commit).await?;
-            let table = base.identifier().clone();
-            let iceberg = |source| CommitError::Iceberg {
-                table: table.clone(),
-                source,
-            };
-            let base_location = base.metadata_location_result().map_err(iceberg)?.to_owned();
-            let location = MetadataLocation::from_str(&base_location)
-                .map_err(iceberg)?
-                .with_next_version()
-                .with_new_metadata(&metadata);
-            metadata
-                .write_to(base.file_io(), &location)
-                .await
-                .map_err(iceberg)?;
-            swaps.push((table, base_location, location.to_string()));
+            swaps.push(write_next(base, &metadata).await?);
         }
         self.swap_all(&swaps).await?;
         let mut tables = Vec::new();
         for (table, _, _) in &swaps {
-            tables.push(self.catalog().load_table(table).await.map_err(|source| {
-                CommitError::Iceberg {
-                    table: table.clone(),
-                    source,
-                }
-            })?);
+            tables.push(self.load(table).await?);
         }
         Ok(tables)
+    }
+
+    /// `table` as the catalog has it now.
+    async fn load(&self, table: &TableIdent) -> Result<Table, CommitError> {
+        self.catalog()
+            .load_table(table)
+            .await
+            .map_err(|source| CommitError::Iceberg {
+                table: table.clone(),
+                source,
+            })
     }
 
     /// Point each `(table, base, new)` at `new` in one catalog transaction,
@@ -342,12 +320,7 @@ impl Lake {
         self.swap_all(&swaps).await?;
         let mut tables = Vec::new();
         for (table, _, _) in &swaps {
-            tables.push(self.catalog().load_table(table).await.map_err(|source| {
-                CommitError::Iceberg {
-                    table: table.clone(),
-                    source,
-                }
-            })?);
+            tables.push(self.load(table).await?);
         }
         Ok(tables)
     }
@@ -444,53 +417,29 @@ impl Lake {
         .build()?;
         Ok(built.metadata)
     }
+}
 
-    /// Point the catalog at `new` if it still points at `base`.
-    async fn swap_metadata_location(
-        &self,
-        table: &TableIdent,
-        base: &str,
-        new: &str,
-    ) -> Result<(), CommitError> {
-        let catalog_error = |source| CommitError::Catalog {
-            table: table.clone(),
-            source,
-        };
-        let namespace = table.namespace().join(".");
-        let swapped = sqlx::query(
-            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
-             WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
-               AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
-        )
-        .bind(new)
-        .bind(base)
-        .bind(super::CATALOG_NAME)
-        .bind(&namespace)
-        .bind(table.name())
-        .bind(base)
-        .execute(self.db())
+/// Write `metadata` (derived from `base`'s) as `base`'s next metadata file;
+/// returns the swap that makes it current: (table, base location, new location).
+async fn write_next(
+    base: &Table,
+    metadata: &TableMetadata,
+) -> Result<(TableIdent, String, String), CommitError> {
+    let table = base.identifier().clone();
+    let iceberg = |source| CommitError::Iceberg {
+        table: table.clone(),
+        source,
+    };
+    let base_location = base.metadata_location_result().map_err(iceberg)?.to_owned();
+    let location = MetadataLocation::from_str(&base_location)
+        .map_err(iceberg)?
+        .with_next_version()
+        .with_new_metadata(metadata);
+    metadata
+        .write_to(base.file_io(), &location)
         .await
-        .map_err(catalog_error)?
-        .rows_affected();
-        if swapped == 1 {
-            return Ok(());
-        }
-        let head: Option<String> = sqlx::query_scalar(
-            "SELECT metadata_location FROM iceberg_tables \
-             WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
-        )
-        .bind(super::CATALOG_NAME)
-        .bind(&namespace)
-        .bind(table.name())
-        .fetch_optional(self.db())
-        .await
-        .map_err(catalog_error)?;
-        Err(CommitError::Conflict {
-            table: table.clone(),
-            base: base.to_owned(),
-            head: head.unwrap_or_else(|| "no table (dropped)".to_owned()),
-        })
-    }
+        .map_err(iceberg)?;
+    Ok((table, base_location, location.to_string()))
 }
 
 /// Why staging failed (mapped to [`CommitError`] by the caller).

@@ -95,8 +95,9 @@ async fn deleted_keys(table: &Table, path: &str) -> iceberg::Result<DeletedKeys>
     Ok(Arc::new((columns, keys)))
 }
 
-/// Each row's values of `columns`, canonical and joined.
-fn row_keys(batch: &RecordBatch, columns: &[String]) -> Result<Vec<String>, String> {
+/// Each row's values of `columns`, canonical and joined (one key per row:
+/// what equality deletes compare, and what the correct consumer indexes by).
+pub fn row_keys(batch: &RecordBatch, columns: &[String]) -> Result<Vec<String>, String> {
     let mut rendered = Vec::new();
     for name in columns {
         let array = batch

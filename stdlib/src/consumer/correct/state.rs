@@ -33,7 +33,6 @@ use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
 use lossproof_runtime::lake::latest_properties;
-use lossproof_runtime::reconcile::canonical;
 
 use super::position::Position;
 
@@ -87,24 +86,26 @@ pub struct LakeState {
 /// batch that would make it hold more files than this.
 pub const STATE_FILES_MAX: usize = 64;
 
+/// A top-level primitive field.
+fn field(id: i32, name: &str, kind: PrimitiveType, required: bool) -> Arc<NestedField> {
+    Arc::new(if required {
+        NestedField::required(id, name, Type::Primitive(kind))
+    } else {
+        NestedField::optional(id, name, Type::Primitive(kind))
+    })
+}
+
 /// The schema of `_lp_state`.
 fn state_schema() -> Result<Schema, String> {
     use PrimitiveType::{Boolean, Int, Long, String as Text};
-    let f = |id, name, t, required| {
-        Arc::new(if required {
-            NestedField::required(id, name, Type::Primitive(t))
-        } else {
-            NestedField::optional(id, name, Type::Primitive(t))
-        })
-    };
     Schema::builder()
         .with_fields([
-            f(1, "table", Text, true),
-            f(2, "key", Text, true),
-            f(3, "after_commit", Long, true),
-            f(4, "lsn", Long, true),
-            f(5, "rank", Int, true),
-            f(6, "deleted", Boolean, true),
+            field(1, "table", Text, true),
+            field(2, "key", Text, true),
+            field(3, "after_commit", Long, true),
+            field(4, "lsn", Long, true),
+            field(5, "rank", Int, true),
+            field(6, "deleted", Boolean, true),
         ])
         .build()
         .map_err(|e| e.to_string())
@@ -113,21 +114,14 @@ fn state_schema() -> Result<Schema, String> {
 /// The schema of `dead_letters`.
 fn dead_letter_schema() -> Result<Schema, String> {
     use PrimitiveType::{Binary, Int, Long, String as Text};
-    let f = |id, name, t, required| {
-        Arc::new(if required {
-            NestedField::required(id, name, Type::Primitive(t))
-        } else {
-            NestedField::optional(id, name, Type::Primitive(t))
-        })
-    };
     Schema::builder()
         .with_fields([
-            f(1, "topic", Text, true),
-            f(2, "partition", Int, true),
-            f(3, "offset", Long, true),
-            f(4, "key", Binary, false),
-            f(5, "value", Binary, false),
-            f(6, "error", Text, true),
+            field(1, "topic", Text, true),
+            field(2, "partition", Int, true),
+            field(3, "offset", Long, true),
+            field(4, "key", Binary, false),
+            field(5, "value", Binary, false),
+            field(6, "error", Text, true),
         ])
         .build()
         .map_err(|e| e.to_string())
@@ -174,25 +168,7 @@ pub fn dead_letter_row(
     .into()
 }
 
-/// Each row's key: the canonical text of its key columns, joined.
-pub fn row_keys(batch: &RecordBatch, key_columns: &[String]) -> Result<Vec<String>, String> {
-    let mut rendered = Vec::new();
-    for name in key_columns {
-        let array = batch
-            .column_by_name(name)
-            .ok_or_else(|| format!("no key column {name}"))?;
-        rendered.push(canonical::arrow_column(array)?);
-    }
-    Ok((0..batch.num_rows())
-        .map(|i| {
-            rendered
-                .iter()
-                .map(|c| c[i].as_str())
-                .collect::<Vec<_>>()
-                .join("\u{1f}")
-        })
-        .collect())
-}
+pub use lossproof_runtime::lake::read::row_keys;
 
 impl LakeState {
     /// Create what is missing and read the lake's state. Refuses a lake
