@@ -62,12 +62,15 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
 }
 
 /// The plan, if it can be run as asked; every refusal says why.
-fn preflight(args: &Args<'_>) -> Result<(lossproof_lang::Plan, Vec<String>), String> {
+fn preflight(
+    args: &Args<'_>,
+) -> Result<(lossproof_lang::Plan, Vec<String>, run::Locations), String> {
     let analysis = scenario::analyze(args.file)?;
     scenario::print_diagnostics(&analysis);
     let plan = analysis
         .plan
         .ok_or_else(|| format!("{} has errors: nothing was run", args.file.display()))?;
+    let locations = run::Locations::of(&plan, &analysis.sources);
     let missing = lossproof_stdlib::fault::unimplemented(&plan);
     if !missing.is_empty() {
         return Err(format!(
@@ -96,12 +99,18 @@ fn preflight(args: &Args<'_>) -> Result<(lossproof_lang::Plan, Vec<String>), Str
             IMPLEMENTED_CONSUMERS.join(",")
         ));
     }
-    Ok((plan, consumers))
+    if let Some(why) = run::nothing_to_judge(&plan, &consumers) {
+        return Err(format!(
+            "{}: {why}; nothing was run (a seed that checks nothing cannot PASS)",
+            args.file.display()
+        ));
+    }
+    Ok((plan, consumers, locations))
 }
 
 pub fn run(args: &Args<'_>) -> Result<bool, String> {
     let seeds = parse_seeds(args.seeds)?;
-    let (plan, consumers) = preflight(args)?;
+    let (plan, consumers, locations) = preflight(args)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -110,7 +119,12 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         plan.scenario
             .replace(|c: char| !c.is_ascii_alphanumeric(), "")
     );
+    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
+    let runtime = crate::stack_cli::runtime()?;
+    let interrupt = runtime.block_on(async { run::interrupt_on_signals() })?;
     let options = run::Options {
+        interrupt: interrupt.clone(),
+        locations,
         state: args.state.to_path_buf(),
         program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
         consumers: consumers.clone(),
@@ -124,8 +138,6 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         args.seeds,
         consumers.join(", ")
     );
-    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
-    let runtime = crate::stack_cli::runtime()?;
     let results = runtime.block_on(async {
         stack
             .up(&|line| eprintln!("  {line}"))
@@ -133,22 +145,27 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
             .map_err(|e| format!("the stack: {e}"))?;
         let mut results = Vec::new();
         for (i, seed) in seeds.iter().enumerate() {
+            if let Some(signal) = *interrupt.borrow() {
+                return Err(format!("{signal} before seed {seed}: nothing more was run"));
+            }
             let started = Instant::now();
             let prefix = format!("[seed {}/{} ({seed})]", i + 1, seeds.len());
             let progress = |line: &str| {
                 eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
             };
-            let one = run::run_seed(&stack, &plan, *seed, &options, &progress);
-            let record = tokio::select! {
-                record = one => record,
-                _ = tokio::signal::ctrl_c() => {
-                    // Dropping the seed's future stops its consumers (their
-                    // process groups); the stack stays up for `down`.
-                    return Err("interrupted: the seed's consumers were stopped; `lossproof down` stops the stack".to_owned());
-                }
-            };
+            // On SIGINT/SIGTERM the seed stops, cleans up and is INVALID;
+            // the run ends after it (its record is still written).
+            let record = run::run_seed(&stack, &plan, *seed, &options, &progress).await;
             eprintln!("{prefix} {}", seed_line(&record));
             results.push(record);
+            if let Some(signal) = *interrupt.borrow() {
+                eprintln!(
+                    "lossproof run: {signal}: stopped after {} of {} seeds (the stack stays up; `lossproof down` stops it)",
+                    results.len(),
+                    seeds.len()
+                );
+                break;
+            }
         }
         Ok::<_, String>(results)
     })?;
@@ -205,7 +222,7 @@ fn junit_xml(scenario: &str, results: &[SeedRecord]) -> String {
         }
         for a in &r.assertions {
             tests += 1;
-            let name = format!("seed {}: {}", r.seed, a.name);
+            let name = format!("seed {}: {} ({})", r.seed, a.name, a.location);
             let body = match a.passed {
                 Some(true) => String::new(),
                 Some(false) => {

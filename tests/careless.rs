@@ -119,8 +119,7 @@ async fn killed_and_restarted_under_load(state: &Path, ports: Ports) {
     let workload = {
         let plan = workload_plan();
         tokio::spawn(async move {
-            let (_keep, stop) = tokio::sync::watch::channel(false);
-            workload::run(&plan, 11, ports.source_postgres, DATABASE, load, stop).await
+            workload::run(&plan, 11, ports.source_postgres, DATABASE, load).await
         })
     };
     let mut consumer = run.spawn_consumer();
@@ -166,14 +165,12 @@ async fn widening_breaks_the_append_and_it_carries_on(state: &Path, ports: Ports
     let workload = {
         let plan = workload_plan();
         tokio::spawn(async move {
-            let (_keep, stop) = tokio::sync::watch::channel(false);
             workload::run(
                 &plan,
                 21,
                 ports.source_postgres,
                 DATABASE,
                 Duration::from_secs(5),
-                stop,
             )
             .await
         })
@@ -282,14 +279,12 @@ impl Run {
     }
 
     pub(crate) async fn workload(&self, seed: u64, duration: Duration) -> WorkloadReport {
-        let (_keep, stop) = tokio::sync::watch::channel(false);
         workload::run(
             &workload_plan(),
             seed,
             self.ports.source_postgres,
             DATABASE,
             duration,
-            stop,
         )
         .await
         .unwrap()

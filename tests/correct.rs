@@ -72,14 +72,12 @@ fn correct_consumer_on_the_real_pipeline() {
 fn load(run: &Run, seed: u64, seconds: u64) -> tokio::task::JoinHandle<workload::WorkloadReport> {
     let port = run.ports.source_postgres;
     tokio::spawn(async move {
-        let (_keep, stop) = tokio::sync::watch::channel(false);
         workload::run(
             &workload_plan(),
             seed,
             port,
             DATABASE,
             Duration::from_secs(seconds),
-            stop,
         )
         .await
         .unwrap()

@@ -1,7 +1,9 @@
 //! `lossproof run` on the real local stack: seeds are executed, faults land
 //! while the workload runs and are recorded, the same seed plans the same
-//! timeline, a dead connector makes a seed INVALID (never a count), and no
-//! consumer process outlives the run — after a normal exit or Ctrl-C.
+//! timeline, a dead connector makes a seed INVALID (never a count), and
+//! nothing of a seed outlives it — no consumer process, slot, publication,
+//! connector, topic or consumer group — after a normal exit, an INVALID
+//! seed, a panic, SIGINT or SIGTERM.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -65,6 +67,7 @@ fn consumers_of(state: &Path) -> Vec<i32> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one stack, the executor's whole story: read top to bottom
 fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     let _serial = crate::support::heavy_test();
     let state = std::env::temp_dir().join(format!("lossproof-run-{}", std::process::id()));
@@ -99,6 +102,13 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     );
     for fault in faults {
         assert_eq!(fault["fired"], true, "{fault:#}");
+        assert!(
+            fault["location"]
+                .as_str()
+                .unwrap()
+                .ends_with("short.lp:9:3"),
+            "{fault:#}"
+        );
         assert_eq!(
             fault["during_load"], true,
             "a kill must land while the workload runs: {fault:#}"
@@ -153,8 +163,181 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
         consumers_of(&state).is_empty(),
         "no consumer outlives an INVALID run"
     );
+    let run_id = dead["run_id"].as_str().unwrap();
+    assert_eq!(
+        leftovers(&state, &format!("{run_id}s1")),
+        Vec::<String>::new(),
+        "after INVALID"
+    );
+    let run_id = first["run_id"].as_str().unwrap();
+    assert_eq!(
+        leftovers(&state, &format!("{run_id}s3")),
+        Vec::<String>::new(),
+        "after PASS/FAIL"
+    );
 
-    ctrl_c_leaves_no_consumer(&state);
+    interrupted_seed_leaves_nothing(
+        &state,
+        Interruption::Signal(nix::sys::signal::Signal::SIGINT),
+    );
+    interrupted_seed_leaves_nothing(
+        &state,
+        Interruption::Signal(nix::sys::signal::Signal::SIGTERM),
+    );
+    interrupted_seed_leaves_nothing(&state, Interruption::Panic);
+    a_scenario_that_must_fail_fails(&state);
+    two_load_phases_continue_the_workload(&state);
+    a_drain_between_phases_gates(&state);
+}
+
+/// A drain between phases gates like the final one: the connector paused
+/// in phase 1 cannot catch up within its 5 s, so the seed is INVALID with
+/// that drain named, though phase 2 resumes it; and nothing is left.
+fn a_drain_between_phases_gates(state: &Path) {
+    let (code, text, record) = run(
+        state,
+        &input("drain-between.lp"),
+        "1",
+        &state.join("drain-between.json"),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "INVALID", "{seed:#}");
+    let reason = seed["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the drain between phases (phase 2)"),
+        "{seed:#}"
+    );
+    assert_eq!(seed["faults"][1]["outcome"], "not reached", "{seed:#}");
+    let run_id = record["run_id"].as_str().unwrap();
+    assert_eq!(
+        leftovers(state, &format!("{run_id}s1")),
+        Vec::<String>::new()
+    );
+}
+
+/// What of run `run` is still on the stack: its replication slot,
+/// publication, connector, topics and consumer groups.
+fn leftovers(state: &Path, run: &str) -> Vec<String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer as _};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let stack = lossproof_runtime::Stack::open(state).unwrap();
+        let ports = stack.ports().unwrap();
+        let names = lossproof_runtime::debezium::CaptureNames::for_run(run);
+        let mut left = Vec::new();
+        let source = lossproof_runtime::postgres::connect(
+            ports.source_postgres,
+            lossproof_runtime::stack::SOURCE_DATABASE,
+        )
+        .await
+        .unwrap();
+        for (what, sql, name) in [
+            (
+                "slot",
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+                &names.slot,
+            ),
+            (
+                "publication",
+                "SELECT 1 FROM pg_publication WHERE pubname = $1",
+                &names.publication,
+            ),
+        ] {
+            if source.query_opt(sql, &[name]).await.unwrap().is_some() {
+                left.push(format!("{what} {name}"));
+            }
+        }
+        let connect = lossproof_runtime::ConnectClient::new(ports.connect);
+        if connect.status(&names.connector).await.unwrap().is_some() {
+            left.push(format!("connector {}", names.connector));
+        }
+        let kafka: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", format!("127.0.0.1:{}", ports.broker))
+            .create()
+            .unwrap();
+        let metadata = kafka.fetch_metadata(None, Duration::from_secs(10)).unwrap();
+        for topic in metadata.topics() {
+            if topic
+                .name()
+                .starts_with(&format!("{}.", names.topic_prefix))
+            {
+                left.push(format!("topic {}", topic.name()));
+            }
+        }
+        let groups = kafka
+            .fetch_group_list(None, Duration::from_secs(10))
+            .unwrap();
+        for kind in ["careless", "correct"] {
+            let group = lossproof_stdlib::consumer::group(kind, &names);
+            if groups.groups().iter().any(|g| g.name() == group) {
+                left.push(format!("group {group}"));
+            }
+        }
+        left
+    })
+}
+
+/// A scenario whose assertion cannot hold (the careless consumer after a
+/// type change under load) is FAIL with exit 1, never PASS; one whose
+/// assertions are all about a consumer not under test is refused up front.
+fn a_scenario_that_must_fail_fails(state: &Path) {
+    let (code, text, record) = run(
+        state,
+        &input("must-fail.lp"),
+        "1",
+        &state.join("must-fail.json"),
+    );
+    assert_eq!(code, Some(1), "{text}");
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "FAIL", "{seed:#}");
+    assert_eq!(seed["assertions"][0]["passed"], false, "{seed:#}");
+    assert!(
+        seed["wrong_rows"]["careless"].as_u64().unwrap() > 0,
+        "{seed:#}"
+    );
+    let resume = &seed["faults"][1];
+    assert_eq!(resume["fired"], false, "{seed:#}");
+    let place = resume["location"].as_str().unwrap();
+    assert!(place.ends_with("must-fail.lp:12:3"), "{place}");
+    assert!(
+        text.contains(&format!("resume consumer ({place}): not fired")),
+        "the live log names the place: {text}"
+    );
+    assert!(
+        seed["assertions"][0]["location"]
+            .as_str()
+            .unwrap()
+            .ends_with("must-fail.lp:16:1"),
+        "{seed:#}"
+    );
+
+    let duplicates = crate::support::root().join("scenarios/duplicates.lp");
+    let (code, text, _) = run(
+        state,
+        duplicates.to_str().unwrap(),
+        "1",
+        &state.join("unjudged.json"),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("no assertion is about the consumers under test (careless)")
+            && text.contains("nothing was run"),
+        "{text}"
+    );
+}
+
+/// Two load phases: the second continues the first's streams, so no
+/// insert reuses a key (0 failed operations).
+fn two_load_phases_continue_the_workload(state: &Path) {
+    let (code, text, record) = run(state, &input("two-phases.lp"), "2", &state.join("two.json"));
+    assert!(matches!(code, Some(0 | 1)), "scored: {text}");
+    let seed = &record["results"][0];
+    assert!(seed["workload_ops"].as_u64().unwrap() > 0, "{seed:#}");
+    assert_eq!(seed["workload_failed"], 0, "{seed:#}");
 }
 
 /// `replay` runs a recorded seed again: the same planned timeline; a seed
@@ -193,23 +376,40 @@ fn replay_plans_the_recorded_timeline(state: &Path, first: &serde_json::Value) {
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("seed 4 is not in"));
 }
 
-fn ctrl_c_leaves_no_consumer(state: &Path) {
+#[derive(Clone, Copy)]
+enum Interruption {
+    Signal(nix::sys::signal::Signal),
+    Panic,
+}
+
+/// A seed stopped during its load phase — by SIGINT (Ctrl-C), SIGTERM or a
+/// panic in the executor — is cleaned up: no consumer process and nothing
+/// of the seed on the stack; the run exits 2 and still writes its record.
+#[allow(clippy::too_many_lines)] // start, wait for the load, stop, check: read top to bottom
+fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
     use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
+    let out = state.join("interrupted.json");
+    let _ = std::fs::remove_file(&out);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lossproof"));
+    command
         .args([
             "run",
-            &input("short.lp"),
+            &input("interrupted.lp"),
             "--seeds",
             "5",
             "--consumers",
             "careless",
-            "--state",
+            "--out",
         ])
+        .arg(&out)
+        .arg("--state")
         .arg(state)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if matches!(how, Interruption::Panic) {
+        command.env(lossproof_stdlib::run::FAILPOINT, "panic-during-load");
+    }
+    let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -222,38 +422,96 @@ fn ctrl_c_leaves_no_consumer(state: &Path) {
             }
         }
     });
+    let mut text = String::new();
     let deadline = Instant::now() + Duration::from_mins(1);
     loop {
         let line = rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+        text.push_str(&line);
+        text.push('\n');
         if line.contains("phase 1") {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the run never reached its load phase"
+            "the run never reached its load phase: {text}"
         );
     }
-    std::thread::sleep(Duration::from_secs(1));
-    assert!(
-        !consumers_of(state).is_empty(),
-        "the consumer runs during the load"
-    );
-    let pid = nix::unistd::Pid::from_raw(child.id().cast_signed());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let run_id = text
+        .split("(run id ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .unwrap_or_else(|| panic!("the run prints its id: {text}"))
+        .to_owned();
+    if let Interruption::Signal(signal) = how {
+        // Everything the clean-up must remove exists first (so the check
+        // below can see each kind): the group once the consumer committed.
+        let run = format!("{run_id}s5");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let present = leftovers(state, &run);
+            let kinds = ["slot", "publication", "connector", "topic", "group"];
+            if kinds
+                .iter()
+                .all(|k| present.iter().any(|p| p.starts_with(k)))
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the seed never had all of {kinds:?}: {present:?}"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        assert!(
+            !consumers_of(state).is_empty(),
+            "the consumer runs during the load"
+        );
+        let pid = nix::unistd::Pid::from_raw(child.id().cast_signed());
+        nix::sys::signal::kill(pid, signal).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_mins(1);
     let status = loop {
+        while let Ok(line) = rx.try_recv() {
+            text.push_str(&line);
+            text.push('\n');
+        }
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
         assert!(
             Instant::now() < deadline,
-            "run did not exit within 30 s of Ctrl-C"
+            "run did not exit within a minute of being stopped: {text}"
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!(status.code(), Some(2), "interrupted is exit 2");
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "a stopped seed is INVALID, exit 2: {text}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "INVALID", "{seed:#}");
+    let reason = seed["reason"].as_str().unwrap_or_default();
+    match how {
+        Interruption::Signal(signal) => assert!(
+            reason.contains(&format!("interrupted by {signal}")),
+            "{seed:#}"
+        ),
+        Interruption::Panic => assert!(reason.contains("panicked"), "{seed:#}"),
+    }
     assert!(
         consumers_of(state).is_empty(),
-        "Ctrl-C leaves no consumer running"
+        "no consumer outlives the stopped seed: {text}"
+    );
+    assert_eq!(
+        leftovers(state, &format!("{run_id}s5")),
+        Vec::<String>::new(),
+        "nothing of the stopped seed is left: {text}"
     );
 }

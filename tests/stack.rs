@@ -395,14 +395,12 @@ async fn workload_under_capture(ports: Ports) {
             .plan
             .expect("plan")
             .workload;
-    let (_stop, stop) = tokio::sync::watch::channel(false);
     let report = workload::run(
         &plan,
         7,
         ports.source_postgres,
         database,
         Duration::from_secs(3),
-        stop,
     )
     .await
     .unwrap();

@@ -18,7 +18,8 @@ use crate::span::{SourceId, Span, Spanned};
 use crate::suggest::{did_you_mean, help_for, list};
 use crate::units;
 use crate::vocabulary::{
-    PatternPart, SettingKind, Vocabulary, WorkloadSig, compile_pattern, first_word, usage,
+    ParamKind, PatternPart, SettingKind, Vocabulary, WorkloadSig, compile_pattern, first_word,
+    usage,
 };
 
 /// An action may fire at most this often in one run: more cannot be struck
@@ -1103,7 +1104,21 @@ impl<'a> Run<'a, '_> {
             Ok(matched) => {
                 let ok = matched.diagnostics.is_empty();
                 self.diagnostics.extend(matched.diagnostics.iter().cloned());
-                let sig = self.vocab().shorthands()[self.analyzer.shorthands[position?].0];
+                let (sig_index, parts) = &self.analyzer.shorthands[position?];
+                let sig = self.vocab().shorthands()[*sig_index];
+                let consumers: Vec<String> = parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        PatternPart::Param {
+                            name,
+                            kind: ParamKind::Consumer,
+                        } => match matched.args.get(*name) {
+                            Some(crate::plan::ArgValue::Name(n)) => Some(n.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
                 let mut sql = sig.sql.to_owned();
                 for (name, value) in &matched.args {
                     let text = match value {
@@ -1121,6 +1136,7 @@ impl<'a> Run<'a, '_> {
                     expect: Expectation::True,
                     span,
                     sql_span: span,
+                    consumers,
                 })
             }
             Err(failure) => {
@@ -1156,6 +1172,7 @@ impl<'a> Run<'a, '_> {
                 .map_or(Expectation::True, |e| e.value.clone()),
             span: assert.span,
             sql_span: body.span,
+            consumers: named_consumers(&body.value, &self.consumers),
         })
     }
 
@@ -1383,4 +1400,26 @@ fn sql_error_span(sql: &str, message: &str) -> Option<(usize, usize)> {
 fn dedup(diagnostics: &mut Vec<Diagnostic>) {
     let mut seen = HashSet::new();
     diagnostics.retain(|d| seen.insert((d.code, d.span, d.message.clone())));
+}
+
+/// The consumers among `consumers` that `sql` names in a string literal
+/// (`where consumer = 'careless'`), in the scenario's order. Read from the
+/// SQL's tokens, so a name in a comment or an identifier does not count.
+fn named_consumers(sql: &str, consumers: &[String]) -> Vec<String> {
+    use sqlparser::dialect::GenericDialect;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let literals: HashSet<String> = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::SingleQuotedString(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    consumers
+        .iter()
+        .filter(|c| literals.contains(c.as_str()))
+        .cloned()
+        .collect()
 }

@@ -64,12 +64,6 @@ impl Diagnostic {
     }
 
     #[must_use]
-    pub fn warning(mut self) -> Self {
-        self.severity = Severity::Warning;
-        self
-    }
-
-    #[must_use]
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }

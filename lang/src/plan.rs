@@ -52,15 +52,6 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// How long faults may be scheduled in this phase.
-    #[must_use]
-    pub fn schedulable_ms(&self) -> u64 {
-        match self {
-            Phase::Load { duration_ms, .. } | Phase::Quiet { duration_ms, .. } => *duration_ms,
-            Phase::Drain { .. } => 0,
-        }
-    }
-
     #[must_use]
     pub fn describe(&self) -> String {
         match self {
@@ -160,6 +151,12 @@ pub struct Assertion {
     pub span: Span,
     /// Where the SQL text starts, so a planning error can point into it.
     pub sql_span: Span,
+    /// The consumers whose rows it judges: a shorthand's consumer
+    /// arguments, or the scenario's consumers a raw query names in a string
+    /// literal (`consumer = 'correct'`). A run that does not test one of
+    /// them does not evaluate it.
+    #[serde(default)]
+    pub consumers: Vec<String>,
 }
 
 /// `1m30s`-style display of a millisecond count.

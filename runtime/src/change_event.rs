@@ -60,8 +60,9 @@ pub struct RowChange {
     /// `last`); `false` and `incremental` are not.
     pub snapshot: bool,
     /// The row schema as (column, type) pairs: a new column or a widened
-    /// type changes it. Empty for schemaless JSON.
-    pub columns: Vec<(String, String)>,
+    /// type changes it. Empty for schemaless JSON. Shared by every change
+    /// decoded with the same writer schema.
+    pub columns: std::sync::Arc<[(String, String)]>,
 }
 
 /// What a change-topic record decodes to.
@@ -91,6 +92,59 @@ pub enum DecodeError {
     NotAnEnvelope(String),
 }
 
+/// A writer schema ready to decode with: parsed, its named types resolved
+/// and its datum reader built ONCE (per registry id), not per record —
+/// resolving Debezium's envelope schema for every record cost more than
+/// decoding it.
+///
+/// The schema is leaked to get the `'static` lifetime the resolved names
+/// and the reader borrow it with: a process holds one per registry id it
+/// meets (one per table and schema version), for as long as it runs.
+pub struct WriterSchema {
+    schema: &'static Schema,
+    names: Names<'static>,
+    reader: apache_avro::reader::datum::GenericDatumReader<'static>,
+    /// The row's (column, type) pairs, for an envelope schema.
+    columns: std::sync::Arc<[(String, String)]>,
+}
+
+impl WriterSchema {
+    pub fn new(schema: Schema) -> Result<Self, String> {
+        let schema: &'static Schema = Box::leak(Box::new(schema));
+        let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let names = names_of(schema);
+        let columns = match schema {
+            Schema::Record(record) => ["after", "before"]
+                .iter()
+                .find_map(|f| record.lookup.get(*f).copied())
+                .map(|i| columns_of(&record.fields[i].schema, &names))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Ok(Self {
+            schema,
+            names,
+            reader,
+            columns: columns.into(),
+        })
+    }
+
+    #[must_use]
+    pub fn schema(&self) -> &Schema {
+        self.schema
+    }
+}
+
+impl std::fmt::Debug for WriterSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterSchema")
+            .field("schema", self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Writer schemas fetched from the schema registry by id, cached (an id
 /// never changes meaning). Fetch before decoding with [`Schemas::fetch_for`],
 /// then hand [`Schemas::lookup`] to [`decode_avro`].
@@ -98,7 +152,7 @@ pub enum DecodeError {
 pub struct Schemas {
     http: reqwest::Client,
     base: String,
-    by_id: BTreeMap<u32, Schema>,
+    by_id: BTreeMap<u32, WriterSchema>,
 }
 
 impl Schemas {
@@ -146,15 +200,16 @@ impl Schemas {
                 .ok_or_else(|| format!("GET {url}: no `schema` in {body}"))?;
             let schema =
                 Schema::parse_str(text).map_err(|e| format!("schema {id} does not parse: {e}"))?;
-            self.by_id.insert(id, schema);
+            let prepared = WriterSchema::new(schema).map_err(|e| format!("schema {id}: {e}"))?;
+            self.by_id.insert(id, prepared);
         }
         Ok(())
     }
 
     /// The cached schema with registry id `id`.
     #[must_use]
-    pub fn lookup(&self, id: u32) -> Option<Schema> {
-        self.by_id.get(&id).cloned()
+    pub fn lookup(&self, id: u32) -> Option<&WriterSchema> {
+        self.by_id.get(&id)
     }
 }
 
@@ -173,21 +228,16 @@ pub fn frame(bytes: &[u8]) -> Result<(u32, &[u8]), DecodeError> {
 
 /// Decode an Avro record (key and value as they come off the topic);
 /// `schema` resolves registry ids (cache them: ids never change meaning).
-pub fn decode_avro(
+pub fn decode_avro<'s>(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
-    schema: &dyn Fn(u32) -> Option<Schema>,
+    schema: &dyn Fn(u32) -> Option<&'s WriterSchema>,
 ) -> Result<ChangeRecord, DecodeError> {
-    let read = |bytes: &[u8]| -> Result<(Avro, Schema), DecodeError> {
+    let read = |bytes: &[u8]| -> Result<(Avro, &'s WriterSchema), DecodeError> {
         let (id, mut body) = frame(bytes)?;
         let writer = schema(id).ok_or(DecodeError::UnknownSchema(id))?;
-        let reader = apache_avro::reader::datum::GenericDatumReader::builder(&writer)
-            .build()
-            .map_err(|e| DecodeError::Avro {
-                id,
-                reason: e.to_string(),
-            })?;
-        let decoded = reader
+        let decoded = writer
+            .reader
             .read_value(&mut body)
             .map_err(|e| DecodeError::Avro {
                 id,
@@ -197,19 +247,17 @@ pub fn decode_avro(
     };
     let key = match key {
         Some(bytes) => {
-            let (value, schema) = read(bytes)?;
-            let names = names_of(&schema);
-            row_from_avro(&value, &schema, &names)?.unwrap_or_default()
+            let (value, writer) = read(bytes)?;
+            row_from_avro(&value, writer.schema, &writer.names)?.unwrap_or_default()
         }
         None => Row::new(),
     };
     let Some(value) = value else {
         return without_value(key);
     };
-    let (envelope, schema) = read(value)?;
-    let names = names_of(&schema);
-    let names = &names;
-    let (Avro::Record(fields), Schema::Record(record)) = (&envelope, &schema) else {
+    let (envelope, writer) = read(value)?;
+    let (schema, names) = (writer.schema, &writer.names);
+    let (Avro::Record(fields), Schema::Record(record)) = (&envelope, schema) else {
         return Err(DecodeError::NotAnEnvelope(
             "the value is not a record".into(),
         ));
@@ -222,16 +270,19 @@ pub fn decode_avro(
         field(name).map_or(Ok(None), |(v, s)| row_from_avro(v, s, names))
     };
     let source = field("source").ok_or_else(|| DecodeError::NotAnEnvelope("no `source`".into()))?;
-    let source = cell_tree(source.0, source.1, names);
+    let source = source_view(source.0, source.1, names);
     let op = match field("op").map(|(v, s)| cell(v, s, names)) {
         Some(Cell::Text(op)) => op,
         other => return Err(DecodeError::NotAnEnvelope(format!("`op` is {other:?}"))),
     };
-    let columns = field("after")
-        .or_else(|| field("before"))
-        .map(|(_, s)| columns_of(s, names))
-        .unwrap_or_default();
-    change(&op, key, row("before")?, row("after")?, &source, columns)
+    change(
+        &op,
+        key,
+        row("before")?,
+        row("after")?,
+        &source,
+        writer.columns.clone(),
+    )
 }
 
 /// Decode a schemaless JSON record (`value.converter.schemas.enable=false`).
@@ -256,7 +307,7 @@ pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRec
         json_row(&envelope["before"]),
         json_row(&envelope["after"]),
         &envelope["source"],
-        Vec::new(),
+        Vec::new().into(),
     )
 }
 
@@ -276,7 +327,7 @@ fn change(
     before: Option<Row>,
     after: Option<Row>,
     source: &Json,
-    columns: Vec<(String, String)>,
+    columns: std::sync::Arc<[(String, String)]>,
 ) -> Result<ChangeRecord, DecodeError> {
     let op = match op {
         "c" => ChangeOp::Create,
@@ -414,6 +465,23 @@ fn cell<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Cell {
         (Avro::Bytes(b), Schema::Decimal(decimal)) => Cell::Decimal(decimal_text(b, decimal.scale)),
         (Avro::Bytes(b) | Avro::Fixed(_, b), _) => Cell::Bytes(b.clone()),
         (other, _) => Cell::Text(format!("{other:?}")),
+    }
+}
+
+/// The fields of `source` a change keeps, as JSON (the others, a dozen
+/// per record, are never converted).
+fn source_view<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Json {
+    const KEPT: [&str; 5] = ["lsn", "table", "txId", "sequence", "snapshot"];
+    match branch(value, schema, names) {
+        (Avro::Record(fields), Schema::Record(record)) => Json::Object(
+            fields
+                .iter()
+                .zip(&record.fields)
+                .filter(|((n, _), _)| KEPT.contains(&n.as_str()))
+                .map(|((n, v), f)| (n.clone(), cell_tree(v, &f.schema, names)))
+                .collect(),
+        ),
+        (v, s) => cell_tree(v, s, names),
     }
 }
 
@@ -608,13 +676,19 @@ mod tests {
         )
     }
 
-    fn schemas(id: u32) -> Option<Schema> {
-        match id {
-            1 => Some(key_schema()),
-            2 => Some(envelope_schema(10)),
-            3 => Some(envelope_schema(14)),
-            _ => None,
-        }
+    fn schemas(id: u32) -> Option<&'static WriterSchema> {
+        static PREPARED: std::sync::LazyLock<BTreeMap<u32, WriterSchema>> =
+            std::sync::LazyLock::new(|| {
+                [
+                    (1, key_schema()),
+                    (2, envelope_schema(10)),
+                    (3, envelope_schema(14)),
+                ]
+                .into_iter()
+                .map(|(id, s)| (id, WriterSchema::new(s).unwrap()))
+                .collect()
+            });
+        PREPARED.get(&id)
     }
 
     #[test]
@@ -654,7 +728,7 @@ mod tests {
         wide_bytes[4] = 3;
         let wide = decode_avro(Some(&key), Some(&wide_bytes), &schemas).unwrap();
         let columns = |r: &ChangeRecord| match r {
-            ChangeRecord::Change(c) => c.columns.clone(),
+            ChangeRecord::Change(c) => c.columns.to_vec(),
             ChangeRecord::Tombstone { .. } => vec![],
         };
         assert_ne!(columns(&narrow), columns(&wide));

@@ -274,17 +274,6 @@ impl ConnectClient {
         .map(drop)
     }
 
-    /// Forget the connector's source offsets (it must be stopped first).
-    pub async fn reset_offsets(&self, name: &str) -> Result<()> {
-        self.call(
-            reqwest::Method::DELETE,
-            &format!("/connectors/{name}/offsets"),
-            None,
-        )
-        .await
-        .map(drop)
-    }
-
     /// Every connector with its status (for `lossproof status`).
     pub async fn all(&self) -> Result<Vec<(String, Option<ConnectorStatus>)>> {
         let mut out = Vec::new();

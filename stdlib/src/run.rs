@@ -37,6 +37,10 @@ use serde::Serialize;
 use crate::fault::{self, Ctx};
 use crate::workload;
 
+/// `LOSSPROOF_RUN_FAILPOINT=panic-during-load` makes the executor panic
+/// one second into a load phase (tests check that clean-up still runs).
+pub const FAILPOINT: &str = "LOSSPROOF_RUN_FAILPOINT";
+
 /// Consumers that exist as programs today.
 pub const IMPLEMENTED_CONSUMERS: &[&str] = &["careless", "correct"];
 
@@ -52,6 +56,83 @@ pub struct Options {
     pub run_id: String,
     /// Keep a failed seed's lake and write its diff.
     pub keep: bool,
+    /// Turns to `Some("SIGINT")`/`Some("SIGTERM")` when the run is told to
+    /// stop: the seed under way stops, is cleaned up and is INVALID.
+    pub interrupt: Interrupt,
+    /// `file:line:col` of each of the plan's actions and assertions (by
+    /// index), for the live log, the record, JUnit and HTML.
+    pub locations: Locations,
+}
+
+/// Where the plan's actions and assertions are written in the `.lp` files.
+#[derive(Debug, Clone, Default)]
+pub struct Locations {
+    pub actions: Vec<String>,
+    pub assertions: Vec<String>,
+}
+
+impl Locations {
+    /// Render every span of `plan` with the analysed `sources`.
+    #[must_use]
+    pub fn of(plan: &Plan, sources: &[lossproof_lang::analyzer::Source]) -> Self {
+        let at = |span| lossproof_lang::render::location(sources, span);
+        Self {
+            actions: plan.actions.iter().map(|a| at(a.span)).collect(),
+            assertions: plan.assertions.iter().map(|a| at(a.span)).collect(),
+        }
+    }
+
+    fn action(&self, index: usize) -> String {
+        self.actions.get(index).cloned().unwrap_or_default()
+    }
+}
+
+/// A run's stop signal, see [`Options::interrupt`] and [`interrupt_on_signals`].
+pub type Interrupt = tokio::sync::watch::Receiver<Option<&'static str>>;
+
+/// An [`Interrupt`] that turns on SIGINT (Ctrl-C) or SIGTERM. Installing it
+/// replaces the default handlers: the process no longer dies on them, the
+/// seed under way is stopped and cleaned up instead. Needs a Tokio runtime.
+pub fn interrupt_on_signals() -> Result<Interrupt, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        };
+        let _ = tx.send(Some(name));
+        // Later signals are absorbed: clean-up is bounded and finishes.
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+    });
+    Ok(rx)
+}
+
+/// An [`Interrupt`] that never turns on (tests, benches).
+#[must_use]
+pub fn never_interrupted() -> Interrupt {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    std::mem::forget(tx);
+    rx
+}
+
+/// Resolves with the signal's name once `interrupt` turns on.
+async fn interrupted(mut interrupt: Interrupt) -> &'static str {
+    loop {
+        if let Some(name) = *interrupt.borrow_and_update() {
+            return name;
+        }
+        if interrupt.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,6 +151,8 @@ pub struct FaultRecord {
     pub action: usize,
     pub fault: String,
     pub text: String,
+    /// Where the action is written: `scenarios/crash.lp:14:3`.
+    pub location: String,
     pub fired: bool,
     /// Milliseconds from the seed's start, when it fired.
     pub fired_ms: Option<u64>,
@@ -82,6 +165,8 @@ pub struct FaultRecord {
 #[derive(Debug, Clone, Serialize)]
 pub struct AssertionRecord {
     pub name: String,
+    /// Where the assertion is written: `scenarios/crash.lp:20:1`.
+    pub location: String,
     pub sql: String,
     /// `None`: not evaluated (see `note`).
     pub passed: Option<bool>,
@@ -147,6 +232,7 @@ pub async fn run_seed(
                 action: o.action,
                 fault: o.fault.clone(),
                 text: o.text.clone(),
+                location: options.locations.action(o.action),
                 fired: false,
                 fired_ms: None,
                 during_load: false,
@@ -189,12 +275,31 @@ async fn execute(
     .await
     .map_err(|e| format!("source database: {e}"))?;
     let connect = ConnectClient::new(ports.connect);
-    // Whatever happens from here on (an error, INVALID, a failed fault), the
-    // seed's connector, slot, publication and topics are removed.
-    let result = seed_body(
+    // Whatever happens from here on (an error, INVALID, a failed fault, a
+    // panic, SIGINT or SIGTERM), the seed's consumers stop (dropping the
+    // body drops their process groups and aborts the workload) and its
+    // connector, slot, publication, topics and groups are removed.
+    let body = std::panic::AssertUnwindSafe(seed_body(
         stack, plan, seed, options, run, &names, &source, &connect, record, progress,
-    )
-    .await;
+    ));
+    let result = tokio::select! {
+        finished = futures_util::FutureExt::catch_unwind(body) => finished.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_owned());
+            Err(format!("the executor panicked: {what}"))
+        }),
+        signal = interrupted(options.interrupt.clone()) => {
+            progress(&format!("{signal}: stopping the seed and cleaning up"));
+            Err(format!("interrupted by {signal}"))
+        }
+    };
+    if result.is_err() {
+        record.verdict = Verdict::Invalid;
+    }
+    progress("cleaning up");
     cleanup(
         stack,
         &connect,
@@ -254,7 +359,9 @@ async fn seed_body(
         consumers.insert(kind.clone(), consumer);
     }
     let consumers = tokio::sync::Mutex::new(consumers);
+    let alive = Arc::new(());
     let mut ctx = Ctx {
+        seed_alive: Arc::downgrade(&alive),
         seed,
         occurrence: 0,
         phase_end: Instant::now(),
@@ -268,7 +375,14 @@ async fn seed_body(
         consumers: &consumers,
     };
 
+    let positions = crate::consumer::positions(&options.consumers, names, orders);
+    let lake = Lake::open(stack.state().root())
+        .await
+        .map_err(|e| e.to_string())?;
+
     // Phases: the workload runs, faults fire at their offsets meanwhile.
+    // Load phases continue the same streams (no key is inserted twice).
+    let mut streams = Some(workload::Streams::new(&plan.workload, seed));
     let seed_start = Instant::now();
     let mut drain_limit = Duration::from_mins(2);
     for (index, phase) in plan.phases.iter().enumerate() {
@@ -277,6 +391,29 @@ async fn seed_body(
             Phase::Quiet { duration_ms, .. } => (*duration_ms, false),
             Phase::Drain { timeout_ms, .. } => {
                 drain_limit = Duration::from_millis(*timeout_ms);
+                let later_load = plan.phases[index + 1..]
+                    .iter()
+                    .any(|p| !matches!(p, Phase::Drain { .. }));
+                if later_load {
+                    // A drain between phases gates like the final one: the
+                    // pipeline must catch up before the next phase, else the
+                    // seed is INVALID.
+                    progress(&format!(
+                        "phase {}: {} (between phases)",
+                        index + 1,
+                        phase.describe()
+                    ));
+                    let started = Instant::now();
+                    drain(&ctx, &positions, &lake, drain_limit)
+                        .await
+                        .map_err(|e| {
+                            format!("the drain between phases (phase {}): {e}", index + 1)
+                        })?;
+                    progress(&format!(
+                        "drained in {:.1}s",
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
                 continue;
             }
         };
@@ -284,13 +421,27 @@ async fn seed_body(
         let phase_start = Instant::now();
         let duration = Duration::from_millis(duration_ms);
         ctx.phase_end = phase_start + duration;
-        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
-        let workload = load.then(|| {
-            let plan = plan.workload.clone();
-            tokio::spawn(async move {
-                workload::run(&plan, seed, ports.source_postgres, database, duration, stop).await
-            })
-        });
+        let workload = match (load, streams.take()) {
+            (true, Some(mut streams)) => {
+                let plan = plan.workload.clone();
+                Some(workload::AbortOnDrop(tokio::spawn(async move {
+                    let report = streams
+                        .run(&plan, ports.source_postgres, database, duration)
+                        .await;
+                    (streams, report)
+                })))
+            }
+            (false, kept) => {
+                streams = kept;
+                None
+            }
+            (true, None) => return Err("the workload's streams were lost".into()),
+        };
+        if load && std::env::var_os(FAILPOINT).is_some_and(|v| v == "panic-during-load") {
+            // The executor's own test hook: a bug in the middle of a load.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            panic!("failpoint {FAILPOINT}=panic-during-load");
+        }
         for (i, occurrence) in record
             .planned
             .iter()
@@ -305,7 +456,7 @@ async fn seed_body(
             // is planned fires, so the record's planned and fired lists agree.
             let action = &plan.actions[occurrence.action];
             let entry = &mut record.faults[i];
-            entry.during_load = workload.as_ref().is_some_and(|w| !w.is_finished());
+            entry.during_load = workload.as_ref().is_some_and(|w| !w.0.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
             ctx.occurrence = i;
             let fire = fault::find(&action.fault)
@@ -316,18 +467,20 @@ async fn seed_body(
             entry.fired = outcome.is_ok();
             entry.outcome = outcome.unwrap_or_else(|why| format!("not fired: {why}"));
             progress(&format!(
-                "+{:.1}s {}: {}",
+                "+{:.1}s {} ({}): {}",
                 Duration::from_millis(entry.fired_ms.unwrap_or(0)).as_secs_f64(),
                 entry.text,
+                entry.location,
                 entry.outcome
             ));
         }
         match workload {
-            Some(handle) => {
-                let report = handle
+            Some(mut handle) => {
+                let (kept, report) = (&mut handle.0)
                     .await
-                    .map_err(|e| format!("workload: {e}"))?
                     .map_err(|e| format!("workload: {e}"))?;
+                streams = Some(kept);
+                let report = report.map_err(|e| format!("workload: {e}"))?;
                 record.workload_ops += report.ops;
                 record.workload_failed += report.failed;
                 // Place the phase's seconds on the seed's clock.
@@ -347,33 +500,9 @@ async fn seed_body(
     }
     record.timings.load_ms = millis(seed_start.elapsed());
 
-    // The pipeline must be able to finish: stopped or paused consumers run again.
-    for consumer in consumers.lock().await.values_mut() {
-        consumer.resume();
-        consumer
-            .start()
-            .map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
-    }
     progress("draining");
     let drain_start = Instant::now();
-    let final_lsn = debezium::current_lsn(source)
-        .await
-        .map_err(|e| e.to_string())?;
-    let positions = crate::consumer::positions(&options.consumers, names, orders);
-    let lake = Lake::open(stack.state().root())
-        .await
-        .map_err(|e| e.to_string())?;
-    let gated = gate::wait_scoreable(
-        connect,
-        names,
-        source,
-        final_lsn,
-        ports.broker,
-        &positions,
-        Some(&lake),
-        drain_limit,
-    )
-    .await;
+    let gated = drain(&ctx, &positions, &lake, drain_limit).await;
     record.timings.drain_ms = millis(drain_start.elapsed());
     let mut stopped = Vec::new();
     for consumer in consumers.lock().await.values_mut() {
@@ -390,7 +519,7 @@ async fn seed_body(
         record.reason = Some(stopped.join("; "));
         Ok(())
     } else if let Err(invalid) = gated {
-        Err(format!("{invalid}"))
+        Err(invalid)
     } else {
         progress("reconciling");
         let reconcile_start = Instant::now();
@@ -398,6 +527,39 @@ async fn seed_body(
         record.timings.reconcile_ms = millis(reconcile_start.elapsed());
         scored
     }
+}
+
+/// Bring the pipeline to the source's current end, bounded by `limit`:
+/// stopped or paused consumers run again (faults measure damage, not
+/// liveness), then the gate must hold — connector RUNNING, slot at the
+/// source's LSN as of now, every consumer at the end of every topic.
+async fn drain(
+    ctx: &Ctx<'_>,
+    positions: &[gate::ConsumerPosition],
+    lake: &Lake,
+    limit: Duration,
+) -> Result<(), String> {
+    for consumer in ctx.consumers.lock().await.values_mut() {
+        consumer.resume();
+        consumer
+            .start()
+            .map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
+    }
+    let final_lsn = debezium::current_lsn(ctx.source)
+        .await
+        .map_err(|e| e.to_string())?;
+    gate::wait_scoreable(
+        ctx.connect,
+        ctx.names,
+        ctx.source,
+        final_lsn,
+        ctx.ports.broker,
+        positions,
+        Some(lake),
+        limit,
+    )
+    .await
+    .map_err(|invalid| invalid.to_string())
 }
 
 /// Reconcile, evaluate the assertions, set the verdict.
@@ -434,17 +596,20 @@ async fn score(
         ("faults", faults_batch(&record.faults)),
         ("dead_letters", dead_letters),
     ])?;
-    let not_under_test: Vec<&String> = plan
-        .consumers
-        .iter()
-        .filter(|c| !options.consumers.contains(c))
-        .collect();
-    for assertion in &plan.assertions {
-        let skipped = not_under_test
+    for (index, assertion) in plan.assertions.iter().enumerate() {
+        let location = options
+            .locations
+            .assertions
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
+        let skipped = assertion
+            .consumers
             .iter()
-            .find(|c| assertion.sql.contains(&format!("'{c}'")));
+            .find(|c| !options.consumers.contains(c));
         let entry = if let Some(c) = skipped {
             AssertionRecord {
+                location: location.clone(),
                 name: assertion.name.clone(),
                 sql: assertion.sql.clone(),
                 passed: None,
@@ -454,6 +619,7 @@ async fn score(
         } else {
             match reconcile::assert_sql(&ctx, &assertion.sql, &assertion.expect).await {
                 Ok(v) => AssertionRecord {
+                    location: location.clone(),
                     name: assertion.name.clone(),
                     sql: assertion.sql.clone(),
                     passed: Some(v.passed),
@@ -461,6 +627,7 @@ async fn score(
                     note: None,
                 },
                 Err(e) => AssertionRecord {
+                    location: location.clone(),
                     name: assertion.name.clone(),
                     sql: assertion.sql.clone(),
                     passed: Some(false),
@@ -471,13 +638,18 @@ async fn score(
         };
         record.assertions.push(entry);
     }
-    let failed: Vec<&str> = record
+    let failed: Vec<String> = record
         .assertions
         .iter()
         .filter(|a| a.passed == Some(false))
-        .map(|a| a.name.as_str())
+        .map(|a| format!("{} ({})", a.name, a.location))
         .collect();
-    if failed.is_empty() {
+    let evaluated = record.assertions.iter().any(|a| a.passed.is_some());
+    if !evaluated {
+        // Nothing was checked: no verdict can say PASS.
+        record.verdict = Verdict::Invalid;
+        record.reason = Some(unjudged_reason(plan, &options.consumers));
+    } else if failed.is_empty() {
         record.verdict = Verdict::Pass;
     } else {
         record.verdict = Verdict::Fail;
@@ -495,6 +667,37 @@ async fn score(
         }
     }
     Ok(())
+}
+
+/// Why a run of `plan` on `options.consumers` would evaluate no assertion,
+/// or `None` when it evaluates at least one (`run` refuses to start such a
+/// run: its seeds could only say what was not checked).
+#[must_use]
+pub fn nothing_to_judge(plan: &Plan, consumers: &[String]) -> Option<String> {
+    let judged = plan
+        .assertions
+        .iter()
+        .any(|a| a.consumers.iter().all(|c| consumers.contains(c)));
+    (!judged).then(|| unjudged_reason(plan, consumers))
+}
+
+fn unjudged_reason(plan: &Plan, consumers: &[String]) -> String {
+    if plan.assertions.is_empty() {
+        return "the scenario has no assertion (`expect …` or `assert …`): nothing would be checked".into();
+    }
+    let about: std::collections::BTreeSet<&str> = plan
+        .assertions
+        .iter()
+        .flat_map(|a| a.consumers.iter().map(String::as_str))
+        .filter(|c| !consumers.iter().any(|u| u == c))
+        .collect();
+    format!(
+        "no assertion is about the consumers under test ({}): every one names {}; \
+         add an assertion for them or run with --consumers including {}",
+        consumers.join(", "),
+        about.iter().copied().collect::<Vec<_>>().join(" or "),
+        about.iter().copied().collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// The line a consumer's log ends with when it stopped on purpose
@@ -518,6 +721,12 @@ async fn cleanup(
 ) {
     let _ = debezium::remove(connect, names, source).await;
     let _ = delete_topics(broker, &names.topic_prefix).await;
+    let groups: Vec<String> = options
+        .consumers
+        .iter()
+        .map(|c| crate::consumer::group(c, names))
+        .collect();
+    let _ = delete_groups(broker, &groups).await;
     if options.keep && verdict != Verdict::Pass {
         return;
     }
@@ -528,6 +737,28 @@ async fn cleanup(
                 .await;
         }
     }
+}
+
+/// Delete the consumer groups `groups` (absent ones are no error).
+async fn delete_groups(broker: u16, groups: &[String]) -> Result<(), String> {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .create()
+        .map_err(|e| e.to_string())?;
+    let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
+    admin
+        .delete_groups(
+            &refs,
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Delete every topic whose name starts with `prefix.`.

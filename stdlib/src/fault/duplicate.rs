@@ -48,9 +48,11 @@ pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             .map_err(|e| e.to_string())?;
     }
     reader.assign(&from).map_err(|e| e.to_string())?;
-    // A thread of its own until the phase ends (bounded by it).
+    // A thread of its own until the phase ends (bounded by it), or the
+    // seed ends first.
+    let alive = ctx.seed_alive.clone();
     std::thread::spawn(move || {
-        while Instant::now() < until {
+        while Instant::now() < until && alive.strong_count() > 0 {
             let Some(Ok(message)) = reader.poll(Duration::from_millis(200)) else {
                 continue;
             };

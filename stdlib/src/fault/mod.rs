@@ -38,6 +38,9 @@ pub struct Ctx<'a> {
     pub occurrence: usize,
     /// When the current phase ends (faults that keep acting stop then).
     pub phase_end: std::time::Instant,
+    /// Alive while the seed runs: a fault that keeps acting on a thread of
+    /// its own stops as soon as this is gone (the seed ended or was stopped).
+    pub seed_alive: std::sync::Weak<()>,
     /// The consumers under test, by name.
     pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
 }

@@ -10,5 +10,5 @@ pub mod schema;
 pub use capture::capture;
 pub use generator::Generator;
 pub use op::Op;
-pub use runner::{WorkloadReport, run};
+pub use runner::{AbortOnDrop, Streams, WorkloadReport, run};
 pub use schema::ddl;

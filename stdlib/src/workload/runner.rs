@@ -1,13 +1,14 @@
 //! Running the orders workload against the source PostgreSQL: several
 //! concurrent connections, each replaying its own deterministic stream at
-//! its share of the rate, for a given time or until told to stop.
+//! its share of the rate, for a given time. Several load phases of one seed
+//! continue the same streams ([`Streams`]): the second phase goes on where
+//! the first stopped, so its inserts never reuse a key.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use lossproof_lang::plan::WorkloadPlan;
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio_postgres::Client;
 
 use super::generator::{FNV_OFFSET, Generator, fnv1a};
@@ -47,7 +48,7 @@ fn mix(plan: &WorkloadPlan) -> [f64; 4] {
 }
 
 /// Run `plan` with `seed` against database `database` on `127.0.0.1:port`
-/// for `duration`, or until `stop` turns true.
+/// for `duration` (one load phase; [`Streams`] for several).
 ///
 /// # Panics
 /// If a connection task panics, or connecting fails for a reason other
@@ -58,65 +59,110 @@ pub async fn run(
     port: u16,
     database: &str,
     duration: Duration,
-    stop: watch::Receiver<bool>,
 ) -> Result<WorkloadReport, tokio_postgres::Error> {
-    let started = Instant::now();
-    let deadline = started + duration;
-    let connections = plan.connections.max(1);
-    let period = Duration::from_secs_f64(connections as f64 / plan.rate_per_s.max(0.001));
-    let initial = plan.customers.div_ceil(connections);
-    let mut tasks = Vec::new();
-    for connection in 0..connections {
-        let generator = Generator::new(seed, connection, connections, mix(plan));
-        let database = database.to_owned();
-        let stop = stop.clone();
-        tasks.push(tokio::spawn(async move {
-            connection_loop(
-                generator,
-                port,
-                database,
-                initial,
-                period,
-                (started, deadline),
-                stop,
-            )
+    Streams::new(plan, seed)
+        .run(plan, port, database, duration)
+        .await
+}
+
+/// The workload's per-connection streams of one seed, continued from one
+/// load phase to the next.
+pub struct Streams {
+    /// Each connection's generator and how many operations it produced.
+    connections: Vec<(Generator, u64)>,
+}
+
+/// A spawned task that is aborted when its handle is dropped: a cancelled
+/// seed leaves no workload connection running.
+pub struct AbortOnDrop<T>(pub tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Streams {
+    #[must_use]
+    pub fn new(plan: &WorkloadPlan, seed: u64) -> Self {
+        let connections = plan.connections.max(1);
+        Self {
+            connections: (0..connections)
+                .map(|c| (Generator::new(seed, c, connections, mix(plan)), 0))
+                .collect(),
+        }
+    }
+
+    /// One load phase of `duration`, continuing every stream.
+    ///
+    /// # Panics
+    /// If a connection task panics, or connecting fails for a reason other
+    /// than PostgreSQL's (both are bugs).
+    pub async fn run(
+        &mut self,
+        plan: &WorkloadPlan,
+        port: u16,
+        database: &str,
+        duration: Duration,
+    ) -> Result<WorkloadReport, tokio_postgres::Error> {
+        let started = Instant::now();
+        let deadline = started + duration;
+        let connections = plan.connections.max(1);
+        let period = Duration::from_secs_f64(connections as f64 / plan.rate_per_s.max(0.001));
+        let initial = plan.customers.div_ceil(connections);
+        let mut tasks = Vec::new();
+        for (generator, done) in std::mem::take(&mut self.connections) {
+            let database = database.to_owned();
+            tasks.push(AbortOnDrop(tokio::spawn(async move {
+                connection_loop(
+                    generator,
+                    done,
+                    port,
+                    database,
+                    initial,
+                    period,
+                    (started, deadline),
+                )
+                .await
+            })));
+        }
+        let mut report = WorkloadReport {
+            by_kind: BTreeMap::new(),
+            ops: 0,
+            failed: 0,
+            digest: String::new(),
+            final_lsn: 0,
+            elapsed_ms: 0,
+            ops_per_second: Vec::new(),
+        };
+        let mut digest = FNV_OFFSET;
+        for mut task in tasks {
+            let (generator, done, result) =
+                (&mut task.0).await.expect("workload connection task")?;
+            self.connections.push((generator, done));
+            for (kind, n) in result.by_kind {
+                *report.by_kind.entry(kind).or_default() += n;
+            }
+            report.ops += result.ops;
+            report.failed += result.failed;
+            if report.ops_per_second.len() < result.per_second.len() {
+                report.ops_per_second.resize(result.per_second.len(), 0);
+            }
+            for (total, n) in report.ops_per_second.iter_mut().zip(&result.per_second) {
+                *total += n;
+            }
+            digest = fnv1a(digest, &result.digest.to_le_bytes());
+        }
+        report.digest = format!("{digest:016x}");
+        let client = lossproof_runtime::postgres::connect(port, database)
             .await
-        }));
+            .map_err(as_pg)?;
+        report.final_lsn = lossproof_runtime::debezium::current_lsn(&client)
+            .await
+            .map_err(as_pg)?;
+        report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(report)
     }
-    let mut report = WorkloadReport {
-        by_kind: BTreeMap::new(),
-        ops: 0,
-        failed: 0,
-        digest: String::new(),
-        final_lsn: 0,
-        elapsed_ms: 0,
-        ops_per_second: Vec::new(),
-    };
-    let mut digest = FNV_OFFSET;
-    for task in tasks {
-        let result = task.await.expect("workload connection task")?;
-        for (kind, n) in result.by_kind {
-            *report.by_kind.entry(kind).or_default() += n;
-        }
-        report.ops += result.ops;
-        report.failed += result.failed;
-        if report.ops_per_second.len() < result.per_second.len() {
-            report.ops_per_second.resize(result.per_second.len(), 0);
-        }
-        for (total, n) in report.ops_per_second.iter_mut().zip(&result.per_second) {
-            *total += n;
-        }
-        digest = fnv1a(digest, &result.digest.to_le_bytes());
-    }
-    report.digest = format!("{digest:016x}");
-    let client = lossproof_runtime::postgres::connect(port, database)
-        .await
-        .map_err(as_pg)?;
-    report.final_lsn = lossproof_runtime::debezium::current_lsn(&client)
-        .await
-        .map_err(as_pg)?;
-    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(report)
 }
 
 fn as_pg(error: lossproof_runtime::Error) -> tokio_postgres::Error {
@@ -128,13 +174,13 @@ fn as_pg(error: lossproof_runtime::Error) -> tokio_postgres::Error {
 
 async fn connection_loop(
     mut generator: Generator,
+    mut done: u64,
     port: u16,
     database: String,
     initial_customers: u64,
     period: Duration,
     (started, deadline): (Instant, Instant),
-    stop: watch::Receiver<bool>,
-) -> Result<ConnectionResult, tokio_postgres::Error> {
+) -> Result<(Generator, u64, ConnectionResult), tokio_postgres::Error> {
     let mut client = lossproof_runtime::postgres::connect(port, &database)
         .await
         .map_err(as_pg)?;
@@ -147,9 +193,8 @@ async fn connection_loop(
     };
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut done = 0u64;
     loop {
-        if Instant::now() >= deadline || *stop.borrow() {
+        if Instant::now() >= deadline {
             break;
         }
         // The first operations create the initial customers, unpaced.
@@ -181,7 +226,7 @@ async fn connection_loop(
             }
         }
     }
-    Ok(result)
+    Ok((generator, done, result))
 }
 
 async fn reconnect(

@@ -152,6 +152,19 @@ pub struct Report {
     pub dead_letters: u64,
     /// Commits that lost the compare-and-swap and were recomputed.
     pub conflicts: u64,
+    /// Where the time went: Avro decoding, applying (ordering, merging,
+    /// building rows), writing Parquet files, committing to the catalog.
+    pub time: Timing,
+}
+
+/// Time spent per step, summed over the run (`lossproof bench consumer`
+/// prints it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    pub decode: Duration,
+    pub apply: Duration,
+    pub write: Duration,
+    pub commit: Duration,
 }
 
 /// One record, decoded.
@@ -274,8 +287,12 @@ pub async fn run(
         last_kafka_error.clear();
         report.records += messages.len() as u64;
         report.batches += 1;
+        let decode_start = std::time::Instant::now();
         let records = decode(messages, &mut schemas, &mut stop, log).await;
+        report.time.decode += decode_start.elapsed();
         let Some(records) = records else { break };
+        let apply_start = std::time::Instant::now();
+        let (write, commit) = (report.time.write, report.time.commit);
         apply_batch(
             lake,
             config,
@@ -286,6 +303,10 @@ pub async fn run(
             log,
         )
         .await?;
+        report.time.apply += apply_start
+            .elapsed()
+            .saturating_sub(report.time.write.saturating_sub(write))
+            .saturating_sub(report.time.commit.saturating_sub(commit));
         fail_at(config, Step::BeforeMirror, report.batches);
         mirror(&consumer, &state);
     }
@@ -312,8 +333,7 @@ async fn decode(
     stop: &mut tokio::sync::watch::Receiver<bool>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Option<Vec<Record>> {
-    let mut records = Vec::with_capacity(messages.len());
-    for message in messages {
+    for message in &messages {
         let mut wait = Duration::from_millis(100);
         while let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
             log(&format!("correct: registry: {e}; retrying in {wait:?}"));
@@ -323,17 +343,45 @@ async fn decode(
             }
             wait = (wait * 2).min(Duration::from_secs(5));
         }
+    }
+    // Decoding is CPU work and the records are independent: one share per
+    // core (order kept).
+    let schemas = &*schemas;
+    let decode_one = |message: OwnedMessage| {
         let decoded =
             change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id))
                 .map_err(|e| e.to_string());
-        records.push(Record {
+        Record {
             partition: (message.topic().to_owned(), message.partition()),
             offset: message.offset(),
             message,
             decoded,
-        });
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let share = messages.len().div_ceil(cores).max(256);
+    if messages.len() <= share {
+        return Some(messages.into_iter().map(decode_one).collect());
     }
-    Some(records)
+    let mut shares = Vec::new();
+    let mut rest = messages;
+    while rest.len() > share {
+        let tail = rest.split_off(share);
+        shares.push(rest);
+        rest = tail;
+    }
+    shares.push(rest);
+    let decoded: Vec<Vec<Record>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| scope.spawn(|| share.into_iter().map(decode_one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("decoding thread"))
+            .collect()
+    });
+    Some(decoded.into_iter().flatten().collect())
 }
 
 /// Apply one batch: compute against the lake as it is, commit in one
@@ -557,9 +605,12 @@ async fn try_batch(
         let added = if batch.num_rows() == 0 {
             Vec::new()
         } else {
-            write_data_files(&table.table, vec![batch.clone()])
+            let started = std::time::Instant::now();
+            let files = write_data_files(&table.table, vec![batch.clone()])
                 .await
-                .map_err(|e| format!("{}: write: {e}", table.table.identifier()))?
+                .map_err(|e| format!("{}: write: {e}", table.table.identifier()))?;
+            report.time.write += started.elapsed();
+            files
         };
         pending.push(Pending {
             table: t,
@@ -611,9 +662,13 @@ async fn try_batch(
     let state_files = if rows.is_empty() {
         Vec::new()
     } else {
-        write_data_files(&state.state_table, vec![to_arrow(&state_schema, &rows)?])
+        let batch = to_arrow(&state_schema, &rows)?;
+        let started = std::time::Instant::now();
+        let files = write_data_files(&state.state_table, vec![batch])
             .await
-            .map_err(|e| format!("{STATE_TABLE}: write: {e}"))?
+            .map_err(|e| format!("{STATE_TABLE}: write: {e}"))?;
+        report.time.write += started.elapsed();
+        files
     };
     let state_added: Vec<String> = state_files
         .iter()
@@ -649,7 +704,10 @@ async fn try_batch(
             Commit::append(dead_files).with_properties(properties.clone()),
         ));
     }
-    let committed = lake.commit_all(all).await.map_err(|e| match e {
+    let started = std::time::Instant::now();
+    let committed = lake.commit_all(all).await;
+    report.time.commit += started.elapsed();
+    let committed = committed.map_err(|e| match e {
         CommitError::Conflict { .. } | CommitError::InputGone { .. } => {
             Attempt::Conflict(e.to_string())
         }

@@ -95,7 +95,7 @@ mod tests {
             tx_id: None,
             last_commit_lsn: last_commit,
             snapshot: op == ChangeOp::Read,
-            columns: Vec::new(),
+            columns: Vec::new().into(),
         }
     }
 
