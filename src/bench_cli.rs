@@ -32,6 +32,7 @@ pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<
             &names,
             orders,
             false,
+            1,
             Duration::from_mins(1),
         )
         .await?;

@@ -4,12 +4,19 @@ use std::path::PathBuf;
 
 use crate::scenario;
 
-pub fn run(files: &[PathBuf]) -> Result<bool, String> {
+pub fn run(files: &[PathBuf], strict: bool) -> Result<bool, String> {
     let mut failed = 0;
     for file in files {
         let analysis = scenario::analyze(file)?;
         scenario::print_diagnostics(&analysis);
-        let errors = analysis.diagnostics.iter().filter(|d| d.is_error()).count();
+        let mut errors = analysis.diagnostics.iter().filter(|d| d.is_error()).count();
+        if strict && let Some(plan) = &analysis.plan {
+            let lines = not_yet_lines(&analysis.sources, plan);
+            for line in &lines {
+                println!("{line}");
+            }
+            errors += lines.len();
+        }
         if errors == 0 {
             println!("ok  {}", file.display());
         } else {
@@ -25,4 +32,22 @@ pub fn run(files: &[PathBuf]) -> Result<bool, String> {
         println!("checked {} files: {} with errors", files.len(), failed);
     }
     Ok(failed == 0)
+}
+
+/// One line per use of something `run` cannot execute yet:
+/// `scenarios/x.lp:12:3: fault `cut network …` cannot run yet: needs the fault proxy (issue 16)`.
+pub fn not_yet_lines(
+    sources: &[lossproof_lang::Source],
+    plan: &lossproof_lang::Plan,
+) -> Vec<String> {
+    lossproof_stdlib::not_yet::uses(plan)
+        .into_iter()
+        .map(|u| {
+            let place = u.span.map_or_else(
+                || sources.first().map(|s| s.name.clone()).unwrap_or_default(),
+                |span| lossproof_lang::render::location(sources, span),
+            );
+            format!("{place}: {} cannot run yet: {}", u.what, u.why)
+        })
+        .collect()
 }

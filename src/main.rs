@@ -32,6 +32,10 @@ enum Command {
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Also report what `run` cannot execute yet (faults, targets,
+        /// settings in stdlib's NOT_YET list), with their places.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print the exact timeline a seed will run: every fault at its offset.
     Explain {
@@ -308,7 +312,7 @@ fn main() -> ExitCode {
     without_error_backtraces();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { files } => check::run(&files),
+        Command::Check { files, strict } => check::run(&files, strict),
         Command::Explain { file, seed, json } => explain::run(&file, seed, json),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Lsp { stdio: _ } => lsp::run(),

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lossproof_runtime::Stack;
-use lossproof_stdlib::run::{self, IMPLEMENTED_CONSUMERS, SeedRecord, Verdict};
+use lossproof_stdlib::not_yet::CONSUMER_PROGRAMS;
+use lossproof_stdlib::run::{self, SeedRecord, Verdict};
 use serde::Serialize;
 
 use crate::scenario;
@@ -71,20 +72,12 @@ fn preflight(
         .plan
         .ok_or_else(|| format!("{} has errors: nothing was run", args.file.display()))?;
     let locations = run::Locations::of(&plan, &analysis.sources);
-    let missing = lossproof_stdlib::fault::unimplemented(&plan);
+    let missing = crate::check::not_yet_lines(&analysis.sources, &plan);
     if !missing.is_empty() {
         return Err(format!(
-            "{} uses faults lossproof cannot strike yet: {} (nothing was run)",
+            "{} uses what lossproof cannot run yet (nothing was run):\n  {}",
             args.file.display(),
-            missing.join(", ")
-        ));
-    }
-    if let Some(lossproof_lang::plan::SettingValue::Count(n)) = plan.settings.get("partitions")
-        && *n != 1
-    {
-        return Err(format!(
-            "{}: `set partitions {n}` is not supported by the local stack yet (topics have 1 partition); nothing was run",
-            args.file.display()
+            missing.join("\n  ")
         ));
     }
     let consumers: Vec<String> = args
@@ -92,11 +85,11 @@ fn preflight(
         .map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
     if let Some(c) = consumers
         .iter()
-        .find(|c| !IMPLEMENTED_CONSUMERS.contains(&c.as_str()))
+        .find(|c| !CONSUMER_PROGRAMS.contains(&c.as_str()))
     {
         return Err(format!(
             "consumer {c} does not exist as a program yet; run the others with --consumers {}",
-            IMPLEMENTED_CONSUMERS.join(",")
+            CONSUMER_PROGRAMS.join(",")
         ));
     }
     if let Some(why) = run::nothing_to_judge(&plan, &consumers) {

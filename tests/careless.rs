@@ -248,6 +248,7 @@ impl Run {
             &names,
             orders(),
             false,
+            1,
             Duration::from_mins(1),
         )
         .await

@@ -118,3 +118,22 @@ fn check_plans_assertions_against_the_reconcilers_tables() {
         "points into the file: {text}"
     );
 }
+
+/// `check --strict` also reports what `run` cannot execute yet, each use
+/// with its place and reason (stdlib's one NOT_YET list); a scenario that
+/// only uses what exists passes it.
+#[test]
+fn check_strict_reports_what_cannot_run_yet() {
+    let strict = lossproof(&["check", "--strict", "scenarios/compaction-race.lp"]);
+    assert_eq!(strict.status.code(), Some(1));
+    let out = stdout(&strict);
+    assert!(
+        out.contains("scenarios/compaction-race.lp:")
+            && out.contains("cannot run yet: needs the compaction job (issue 18)"),
+        "{out}"
+    );
+    let plain = lossproof(&["check", "scenarios/compaction-race.lp"]);
+    assert!(plain.status.success(), "without --strict it is valid");
+    let fine = lossproof(&["check", "--strict", "scenarios/crash.lp"]);
+    assert!(fine.status.success(), "{}", stdout(&fine));
+}

@@ -298,6 +298,17 @@ fn language_server_session_over_stdio() {
         json!({ "line": 1, "character": 0 })
     );
 
+    // Assertion SQL is planned against the reconciler's tables, as `check` does.
+    let unplanned = root().join("tests/inputs/plan/unknown-table.lp");
+    let unplanned_text = std::fs::read_to_string(&unplanned).expect("read input");
+    let got = server.open(&uri(&unplanned), &unplanned_text);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["code"], "lp::check::sql-does-not-plan", "{got:?}");
+    assert_eq!(
+        got[0]["range"]["start"]["line"], 5,
+        "line 6 of the file: {got:?}"
+    );
+
     // Fixing the text clears the diagnostics; closing a document clears its own.
     let fixed = "scenario fixed\nunder load 30s <\n  kill consumer every 2s\n  \n>\nexpect consumer correct clean\n";
     server.notify(

@@ -188,6 +188,42 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     a_scenario_that_must_fail_fails(&state);
     two_load_phases_continue_the_workload(&state);
     a_drain_between_phases_gates(&state);
+    four_partitions_per_topic(&state);
+}
+
+/// `set partitions 4`: topics with four partitions, both consumers reading
+/// all of them, the gate checking each; the correct consumer is clean
+/// through kills.
+fn four_partitions_per_topic(state: &Path) {
+    let out = state.join("partitions.json");
+    let output = lossproof(
+        state,
+        &[
+            "run",
+            &input("partitions.lp"),
+            "--seeds",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "PASS", "{text}\n{seed:#}");
+    assert_eq!(seed["wrong_rows"]["correct"], 0, "{seed:#}");
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let run = seed["run"].as_str().unwrap();
+    let log = std::fs::read_to_string(state.join("runs").join(run).join("correct.log")).unwrap();
+    assert!(
+        log.contains("correct: 12 partitions of 3 topics"),
+        "three topics of four partitions: {log}"
+    );
 }
 
 /// A drain between phases gates like the final one: the connector paused

@@ -16,7 +16,16 @@ impl Document {
     /// Analyse `text` through the one analyser `lossproof check` uses, named by the document's
     /// path so that relative includes resolve as they do on the command line.
     pub fn new(uri: &Uri, text: &str, version: i32) -> Self {
-        let analysis = Analyzer::new(&Stdlib, &FsLoader).analyze(&name(uri), text);
+        let mut analysis = Analyzer::new(&Stdlib, &FsLoader).analyze(&name(uri), text);
+        // The assertion SQL is planned as `check` plans it (DataFusion on a
+        // runtime of its own, so on a thread of its own: this runs inside
+        // the server's runtime).
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| crate::scenario::plan_assertions(&mut analysis))
+                .join()
+                .ok();
+        });
         Self { version, analysis }
     }
 

@@ -10,6 +10,7 @@ pub mod consumer;
 mod consumers;
 pub mod fault;
 mod faults;
+pub mod not_yet;
 pub mod run;
 mod settings;
 mod shorthands;

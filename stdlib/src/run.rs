@@ -41,9 +41,6 @@ use crate::workload;
 /// one second into a load phase (tests check that clean-up still runs).
 pub const FAILPOINT: &str = "LOSSPROOF_RUN_FAILPOINT";
 
-/// Consumers that exist as programs today.
-pub const IMPLEMENTED_CONSUMERS: &[&str] = &["careless", "correct"];
-
 /// How a run executes its seeds.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -331,6 +328,10 @@ async fn seed_body(
     let database = lossproof_runtime::stack::SOURCE_DATABASE;
     let orders = &crate::workloads::WORKLOADS[0];
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
+    let partitions = match plan.settings.get("partitions") {
+        Some(SettingValue::Count(n)) => i32::try_from(*n).unwrap_or(1),
+        _ => 1,
+    };
     progress("preparing: source tables, connector, consumers");
     let config = workload::capture(
         source,
@@ -339,6 +340,7 @@ async fn seed_body(
         names,
         orders,
         full,
+        partitions,
         Duration::from_mins(2),
     )
     .await?;

@@ -116,34 +116,63 @@ async fn lake_behind(
             .map_err(|e| Invalid::Unreachable(format!("{ident}: {e}")))?;
         let stored = crate::lake::latest_properties(&table, OFFSET_PROPERTY_PREFIX);
         for topic in &c.topics {
-            let (_, end) = watermarks(broker_port, topic).await?;
-            let stored = stored
-                .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.0"))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            if end > 0 && stored < end {
-                return Ok(Some(Invalid::LakeBehind {
-                    consumer: c.consumer.clone(),
-                    topic: topic.clone(),
-                    stored,
-                    end,
-                }));
+            for (partition, end) in ends(broker_port, topic).await? {
+                let stored = stored
+                    .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.{partition}"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                if end > 0 && stored < end {
+                    return Ok(Some(Invalid::LakeBehind {
+                        consumer: c.consumer.clone(),
+                        topic: format!("{topic}[{partition}]"),
+                        stored,
+                        end,
+                    }));
+                }
             }
         }
     }
     Ok(None)
 }
 
-async fn watermarks(broker_port: u16, topic: &str) -> Result<(i64, i64), Invalid> {
+/// The partitions of `topic` (as the broker's metadata has them now).
+pub fn partitions_of<C: rdkafka::consumer::ConsumerContext>(
+    client: &BaseConsumer<C>,
+    topic: &str,
+) -> Result<Vec<i32>, String> {
+    let metadata = client
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .map_err(|e| format!("partitions of {topic}: {e}"))?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| {
+            t.partitions()
+                .iter()
+                .map(rdkafka::metadata::MetadataPartition::id)
+        })
+        .collect())
+}
+
+/// Each partition of `topic` with its end offset.
+async fn ends(broker_port: u16, topic: &str) -> Result<Vec<(i32, i64)>, Invalid> {
     let topic = topic.to_owned();
     tokio::task::spawn_blocking(move || {
         let client: BaseConsumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", format!("127.0.0.1:{broker_port}"))
             .create()
             .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
-        client
-            .fetch_watermarks(&topic, 0, Duration::from_secs(5))
-            .map_err(|e| Invalid::Unreachable(format!("end of {topic}: {e}")))
+        partitions_of(&client, &topic)
+            .map_err(Invalid::Unreachable)?
+            .into_iter()
+            .map(|p| {
+                client
+                    .fetch_watermarks(&topic, p, Duration::from_secs(5))
+                    .map(|(_, end)| (p, end))
+                    .map_err(|e| Invalid::Unreachable(format!("end of {topic}[{p}]: {e}")))
+            })
+            .collect()
     })
     .await
     .map_err(|e| Invalid::Unreachable(e.to_string()))?
@@ -165,26 +194,30 @@ async fn behind(
                 .create()
                 .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
             for topic in &c.topics {
-                let (_, end) = watcher
-                    .fetch_watermarks(topic, 0, Duration::from_secs(5))
-                    .map_err(|e| Invalid::Unreachable(format!("end of {topic}: {e}")))?;
-                let mut list = TopicPartitionList::new();
-                list.add_partition(topic, 0);
-                let committed = watcher
-                    .committed_offsets(list, Duration::from_secs(5))
-                    .map_err(|e| Invalid::Unreachable(format!("{}'s offsets: {e}", c.group)))?
-                    .find_partition(topic, 0)
-                    .map_or(-1, |p| match p.offset() {
-                        Offset::Offset(o) => o,
-                        _ => -1,
-                    });
-                if end > 0 && committed < end {
-                    return Ok(Some(Invalid::ConsumerBehind {
-                        consumer: c.consumer.clone(),
-                        topic: topic.clone(),
-                        committed,
-                        end,
-                    }));
+                for partition in partitions_of(&watcher, topic).map_err(Invalid::Unreachable)? {
+                    let (_, end) = watcher
+                        .fetch_watermarks(topic, partition, Duration::from_secs(5))
+                        .map_err(|e| {
+                            Invalid::Unreachable(format!("end of {topic}[{partition}]: {e}"))
+                        })?;
+                    let mut list = TopicPartitionList::new();
+                    list.add_partition(topic, partition);
+                    let committed = watcher
+                        .committed_offsets(list, Duration::from_secs(5))
+                        .map_err(|e| Invalid::Unreachable(format!("{}'s offsets: {e}", c.group)))?
+                        .find_partition(topic, partition)
+                        .map_or(-1, |p| match p.offset() {
+                            Offset::Offset(o) => o,
+                            _ => -1,
+                        });
+                    if end > 0 && committed < end {
+                        return Ok(Some(Invalid::ConsumerBehind {
+                            consumer: c.consumer.clone(),
+                            topic: format!("{topic}[{partition}]"),
+                            committed,
+                            end,
+                        }));
+                    }
                 }
             }
         }

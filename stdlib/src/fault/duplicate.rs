@@ -41,11 +41,13 @@ pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     // From now on: every record that arrives from here is a candidate.
     let mut from = TopicPartitionList::new();
     for topic in &topics {
-        let start = reader
-            .fetch_watermarks(topic, 0, Duration::from_secs(5))
-            .map_or(Offset::Beginning, |(_, high)| Offset::Offset(high));
-        from.add_partition_offset(topic, 0, start)
-            .map_err(|e| e.to_string())?;
+        for partition in lossproof_runtime::reconcile::gate::partitions_of(&reader, topic)? {
+            let start = reader
+                .fetch_watermarks(topic, partition, Duration::from_secs(5))
+                .map_or(Offset::Beginning, |(_, high)| Offset::Offset(high));
+            from.add_partition_offset(topic, partition, start)
+                .map_err(|e| e.to_string())?;
+        }
     }
     reader.assign(&from).map_err(|e| e.to_string())?;
     // A thread of its own until the phase ends (bounded by it), or the
@@ -59,7 +61,9 @@ pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             if (rng.next_u64() % 10_000) as f64 / 100.0 >= share {
                 continue;
             }
-            let mut record = BaseRecord::<[u8], [u8]>::to(message.topic());
+            // Into the original's partition, as a producer's retry lands.
+            let mut record =
+                BaseRecord::<[u8], [u8]>::to(message.topic()).partition(message.partition());
             if let Some(key) = message.key() {
                 record = record.key(key);
             }

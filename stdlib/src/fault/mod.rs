@@ -10,7 +10,7 @@ mod alter;
 mod connector;
 mod duplicate;
 mod junk;
-mod process;
+pub(crate) mod process;
 mod redeliver;
 
 use std::collections::BTreeMap;
@@ -73,21 +73,6 @@ pub const REGISTRY: &[(&str, FaultFn)] = &[
 #[must_use]
 pub fn find(name: &str) -> Option<FaultFn> {
     REGISTRY.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
-}
-
-/// The plan's faults that have no implementation yet (a scenario using one
-/// is refused before anything starts, never silently skipped).
-#[must_use]
-pub fn unimplemented(plan: &lossproof_lang::Plan) -> Vec<String> {
-    let mut missing: Vec<String> = plan
-        .actions
-        .iter()
-        .filter(|a| find(&a.fault).is_none())
-        .map(|a| a.fault.clone())
-        .collect();
-    missing.sort();
-    missing.dedup();
-    missing
 }
 
 fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, String> {

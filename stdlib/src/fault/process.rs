@@ -20,6 +20,25 @@ enum Which {
     Connector,
 }
 
+/// The stack component a target names, if it is one; `None` for targets
+/// that are not components (consumers, the connector) or not runnable yet
+/// (those are in `not_yet::NOT_YET`).
+fn component_named(name: &str) -> Option<Component> {
+    match name {
+        "connect" => Some(Component::Connect),
+        "broker" => Some(Component::Broker),
+        "postgres" => Some(Component::SourcePostgres),
+        "registry" => Some(Component::Registry),
+        _ => None,
+    }
+}
+
+/// Whether the process faults can strike target `name`.
+#[cfg(test)]
+pub(crate) fn can_target(name: &str) -> bool {
+    matches!(name, "consumer" | "connector") || component_named(name).is_some()
+}
+
 async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
     let target = action
         .target
@@ -30,17 +49,16 @@ async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
             Some(one) => vec![one.clone()],
             None => ctx.consumers.lock().await.keys().cloned().collect(),
         }),
-        "connect" => Which::Component(Component::Connect),
-        "broker" => Which::Component(Component::Broker),
-        "postgres" => Which::Component(Component::SourcePostgres),
-        "registry" => Which::Component(Component::Registry),
         "connector" => Which::Connector,
-        other => {
-            return Err(format!(
-                "`{}`: {other} cannot be targeted by this fault yet",
-                action.text
-            ));
-        }
+        other => match component_named(other) {
+            Some(c) => Which::Component(c),
+            None => {
+                return Err(format!(
+                    "`{}`: {other} cannot be targeted by this fault yet",
+                    action.text
+                ));
+            }
+        },
     })
 }
 

@@ -44,8 +44,10 @@ fn rewind(broker: u16, group: &str, topics: &[String]) -> Result<(), String> {
         .map_err(|e| format!("kafka client: {e}"))?;
     let mut list = TopicPartitionList::new();
     for topic in topics {
-        list.add_partition_offset(topic, 0, Offset::Offset(0))
-            .map_err(|e| e.to_string())?;
+        for partition in lossproof_runtime::reconcile::gate::partitions_of(&client, topic)? {
+            list.add_partition_offset(topic, partition, Offset::Offset(0))
+                .map_err(|e| e.to_string())?;
+        }
     }
     client
         .commit(&list, CommitMode::Sync)

@@ -9,9 +9,12 @@ use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
 use lossproof_runtime::{ConnectClient, Ports};
 
 /// Re-create `workload`'s tables (and the reconciler's history table) in
-/// the source, then start a connector capturing them as `names` and wait
-/// (bounded by `limit`) until it runs. Returns the connector's
+/// the source, create the change topics with `partitions` partitions each
+/// (Debezium keys every record by primary key, so one key stays in one
+/// partition, in order), then start a connector capturing them as `names`
+/// and wait (bounded by `limit`) until it runs. Returns the connector's
 /// configuration (what `recreate connector` puts back).
+#[allow(clippy::too_many_arguments)] // the set-up's inputs, each used once
 pub async fn capture(
     source: &tokio_postgres::Client,
     connect: &ConnectClient,
@@ -19,12 +22,19 @@ pub async fn capture(
     names: &CaptureNames,
     workload: &WorkloadSig,
     replica_identity_full: bool,
+    partitions: i32,
     limit: Duration,
 ) -> Result<serde_json::Value, String> {
     source
         .batch_execute(&super::ddl(workload, replica_identity_full))
         .await
         .map_err(|e| format!("create the source tables: {e}"))?;
+    create_topics(
+        ports.broker,
+        &crate::consumer::topics(names, workload),
+        partitions,
+    )
+    .await?;
     let tables: Vec<String> = workload
         .tables
         .iter()
@@ -42,4 +52,32 @@ pub async fn capture(
         .await
         .map_err(|e| format!("start the connector: {e}"))?;
     Ok(config)
+}
+
+/// Create `topics` with `partitions` partitions each (one replica); a topic
+/// that exists already is an error, since its partitions would be unknown.
+async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Result<(), String> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .create()
+        .map_err(|e| format!("kafka admin: {e}"))?;
+    let new: Vec<NewTopic> = topics
+        .iter()
+        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
+        .collect();
+    let results = admin
+        .create_topics(
+            &new,
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .map_err(|e| format!("create the change topics: {e}"))?;
+    for result in results {
+        if let Err((topic, code)) = result {
+            return Err(format!("create topic {topic}: {code}"));
+        }
+    }
+    Ok(())
 }
