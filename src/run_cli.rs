@@ -10,7 +10,6 @@ use std::time::Instant;
 use lossproof_runtime::Stack;
 use lossproof_stdlib::not_yet::CONSUMER_PROGRAMS;
 use lossproof_stdlib::run::{self, SeedRecord, Verdict};
-use serde::Serialize;
 
 use crate::scenario;
 
@@ -23,18 +22,6 @@ pub struct Args<'a> {
     pub out: Option<&'a Path>,
     pub junit: Option<&'a Path>,
     pub html: Option<&'a Path>,
-}
-
-/// The machine-readable record of a run.
-#[derive(Serialize)]
-struct RunRecord<'a> {
-    lossproof_version: &'static str,
-    scenario: String,
-    file: String,
-    run_id: &'a str,
-    seeds: &'a [u64],
-    consumers: &'a [String],
-    results: &'a [SeedRecord],
 }
 
 /// `7`, `1..50` (inclusive), `1,4,9`, or a mix (`1..3,9`).
@@ -259,18 +246,18 @@ fn write_outputs(
     results: &[SeedRecord],
     stack: &Stack,
 ) -> Result<(), String> {
-    let record = RunRecord {
-        lossproof_version: env!("CARGO_PKG_VERSION"),
+    let record = run::RunRecord {
+        lossproof_version: env!("CARGO_PKG_VERSION").to_owned(),
         scenario: scenario.to_owned(),
         // Absolute, so `replay` works from any directory.
         file: std::fs::canonicalize(args.file)
             .unwrap_or_else(|_| args.file.to_path_buf())
             .display()
             .to_string(),
-        run_id,
-        seeds,
-        consumers,
-        results,
+        run_id: run_id.to_owned(),
+        seeds: seeds.to_vec(),
+        consumers: consumers.to_vec(),
+        results: results.to_vec(),
     };
     let out: PathBuf = args.out.map_or_else(
         || {
@@ -417,34 +404,18 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
 /// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
 /// with the recorded scenario file and consumers.
 pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool, String> {
-    let text = std::fs::read_to_string(record)
-        .map_err(|e| format!("cannot read {}: {e}", record.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a run record: {e}", record.display()))?;
-    let file = value["file"]
-        .as_str()
-        .ok_or_else(|| format!("{} names no scenario file", record.display()))?;
-    let recorded: Vec<u64> = value["seeds"]
-        .as_array()
-        .map(|s| s.iter().filter_map(serde_json::Value::as_u64).collect())
-        .unwrap_or_default();
-    if !recorded.contains(&seed) {
+    let recorded = run::RunRecord::read(record)?;
+    if !recorded.seeds.contains(&seed) {
         return Err(format!(
-            "seed {seed} is not in {} (seeds {recorded:?})",
-            record.display()
+            "seed {seed} is not in {} (seeds {:?})",
+            record.display(),
+            recorded.seeds
         ));
     }
-    let consumers: Vec<String> = value["consumers"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (file, consumers) = (recorded.file, recorded.consumers);
     let seeds = seed.to_string();
     run(&Args {
-        file: Path::new(file),
+        file: Path::new(&file),
         seeds: &seeds,
         state,
         consumers: Some(&consumers),

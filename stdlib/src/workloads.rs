@@ -68,3 +68,9 @@ pub const WORKLOADS: &[WorkloadSig] = &[WorkloadSig {
         mix: &[50.0, 30.0, 15.0, 5.0],
     },
 }];
+
+/// The workload named `name` (a plan's `workload` line, `orders` by default).
+#[must_use]
+pub fn find(name: &str) -> Option<&'static WorkloadSig> {
+    WORKLOADS.iter().find(|w| w.name == name)
+}

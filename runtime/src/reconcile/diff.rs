@@ -21,7 +21,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DiffKind {
     Missing,
@@ -79,7 +81,7 @@ pub struct DiffRow {
 pub type History = HashMap<String, HashSet<String>>;
 
 /// Counts of one (consumer, table) comparison.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Keys in the source or in the lake.
     pub compared: u64,

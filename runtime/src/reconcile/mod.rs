@@ -43,7 +43,7 @@ pub struct ConsumerLake {
 }
 
 /// Counts for one consumer and table.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub consumer: String,
     pub table: String,

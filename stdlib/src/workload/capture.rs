@@ -57,21 +57,14 @@ pub async fn capture(
 /// Create `topics` with `partitions` partitions each (one replica); a topic
 /// that exists already is an error, since its partitions would be unknown.
 async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Result<(), String> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    use rdkafka::client::DefaultClientContext;
-    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
-        .create()
-        .map_err(|e| format!("kafka admin: {e}"))?;
+    use rdkafka::admin::{NewTopic, TopicReplication};
+    let admin = admin(broker)?;
     let new: Vec<NewTopic> = topics
         .iter()
         .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
         .collect();
     let results = admin
-        .create_topics(
-            &new,
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
+        .create_topics(&new, &options())
         .await
         .map_err(|e| format!("create the change topics: {e}"))?;
     for result in results {
@@ -80,4 +73,56 @@ async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Resul
         }
     }
     Ok(())
+}
+
+/// Delete the consumer groups `groups` (absent ones are no error).
+pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<(), String> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
+    admin(broker)?
+        .delete_groups(&refs, &options())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Delete every topic whose name starts with `prefix.`.
+pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<(), String> {
+    let admin = admin(broker)?;
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    let topics: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .filter(|t| t.starts_with(&format!("{prefix}.")))
+        .collect();
+    if topics.is_empty() {
+        return Ok(());
+    }
+    let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+    admin
+        .delete_topics(&refs, &options())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+type Admin = rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>;
+
+/// An admin client of the broker on `127.0.0.1:broker`.
+fn admin(broker: u16) -> Result<Admin, String> {
+    rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .create()
+        .map_err(|e| format!("kafka admin: {e}"))
+}
+
+/// Admin operations wait at most 10 s for the broker.
+fn options() -> rdkafka::admin::AdminOptions {
+    rdkafka::admin::AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)))
 }

@@ -1,0 +1,71 @@
+//! Step 3 of a seed: the drain gate (between phases and at the end), and
+//! stopping the consumers once it is over.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use lossproof_runtime::Lake;
+use lossproof_runtime::debezium;
+use lossproof_runtime::reconcile::gate;
+use lossproof_runtime::supervisor::Supervised;
+
+use crate::fault::Ctx;
+
+/// Bring the pipeline to the source's current end, bounded by `limit`:
+/// stopped or paused consumers run again (faults measure damage, not
+/// liveness), then the gate must hold — connector RUNNING, slot at the
+/// source's LSN as of now, every consumer at the end of every topic.
+pub(super) async fn drain(
+    ctx: &Ctx<'_>,
+    positions: &[gate::ConsumerPosition],
+    lake: &Lake,
+    limit: Duration,
+) -> Result<(), String> {
+    for consumer in ctx.consumers.lock().await.values_mut() {
+        consumer.resume();
+        consumer
+            .start()
+            .map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
+    }
+    let final_lsn = debezium::current_lsn(ctx.source)
+        .await
+        .map_err(|e| e.to_string())?;
+    gate::wait_scoreable(
+        ctx.connect,
+        ctx.names,
+        ctx.source,
+        final_lsn,
+        ctx.ports.broker,
+        positions,
+        Some(lake),
+        limit,
+    )
+    .await
+    .map_err(|invalid| invalid.to_string())
+}
+
+/// Stop every consumer gracefully (it finishes the batch in hand); the
+/// `fatal: …` lines of those that had stopped on purpose.
+pub(super) async fn stop_consumers(
+    consumers: &tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+    logs: &Path,
+) -> Vec<String> {
+    let mut stopped = Vec::new();
+    for consumer in consumers.lock().await.values_mut() {
+        consumer.terminate(Duration::from_secs(30));
+        if let Some(line) = fatal_line(&logs.join(format!("{}.log", consumer.name))) {
+            stopped.push(format!("consumer {} stopped: {line}", consumer.name));
+        }
+    }
+    stopped
+}
+
+/// The line a consumer's log ends with when it stopped on purpose
+/// (`fatal: …`, exit 3), if any.
+fn fatal_line(log: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("fatal: ").map(str::to_owned))
+}

@@ -1,0 +1,149 @@
+//! Step 2 of a seed: the phases. The workload runs for each load phase
+//! (later load phases continue its streams: no key is inserted twice),
+//! every fault fires at its planned offset while it runs and what became
+//! of it is recorded, and a drain between phases gates like the final one.
+
+use std::time::{Duration, Instant};
+
+use lossproof_lang::Plan;
+use lossproof_lang::plan::Phase;
+use lossproof_runtime::Lake;
+use lossproof_runtime::reconcile::gate;
+
+use super::{FAILPOINT, SeedRecord, millis};
+use crate::fault::{self, Ctx};
+use crate::workload;
+
+/// Run every phase of `plan`; returns the final drain's limit.
+#[allow(clippy::too_many_lines)] // the phase loop, read top to bottom
+pub(super) async fn phases(
+    ctx: &mut Ctx<'_>,
+    plan: &Plan,
+    positions: &[gate::ConsumerPosition],
+    lake: &Lake,
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Duration, String> {
+    let (seed, ports) = (ctx.seed, ctx.ports);
+    let database = lossproof_runtime::stack::SOURCE_DATABASE;
+    // Phases: the workload runs, faults fire at their offsets meanwhile.
+    // Load phases continue the same streams (no key is inserted twice).
+    let mut streams = Some(workload::Streams::new(&plan.workload, seed));
+    let seed_start = Instant::now();
+    let mut drain_limit = Duration::from_mins(2);
+    for (index, phase) in plan.phases.iter().enumerate() {
+        let (duration_ms, load) = match phase {
+            Phase::Load { duration_ms, .. } => (*duration_ms, true),
+            Phase::Quiet { duration_ms, .. } => (*duration_ms, false),
+            Phase::Drain { timeout_ms, .. } => {
+                drain_limit = Duration::from_millis(*timeout_ms);
+                let later_load = plan.phases[index + 1..]
+                    .iter()
+                    .any(|p| !matches!(p, Phase::Drain { .. }));
+                if later_load {
+                    // A drain between phases gates like the final one: the
+                    // pipeline must catch up before the next phase, else the
+                    // seed is INVALID.
+                    progress(&format!(
+                        "phase {}: {} (between phases)",
+                        index + 1,
+                        phase.describe()
+                    ));
+                    let started = Instant::now();
+                    super::drain::drain(ctx, positions, lake, drain_limit)
+                        .await
+                        .map_err(|e| {
+                            format!("the drain between phases (phase {}): {e}", index + 1)
+                        })?;
+                    progress(&format!(
+                        "drained in {:.1}s",
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+                continue;
+            }
+        };
+        progress(&format!("phase {}: {}", index + 1, phase.describe()));
+        let phase_start = Instant::now();
+        let duration = Duration::from_millis(duration_ms);
+        ctx.phase_end = phase_start + duration;
+        let workload = match (load, streams.take()) {
+            (true, Some(mut streams)) => {
+                let plan = plan.workload.clone();
+                Some(workload::AbortOnDrop(tokio::spawn(async move {
+                    let report = streams
+                        .run(&plan, ports.source_postgres, database, duration)
+                        .await;
+                    (streams, report)
+                })))
+            }
+            (false, kept) => {
+                streams = kept;
+                None
+            }
+            (true, None) => return Err("the workload's streams were lost".into()),
+        };
+        if load && std::env::var_os(FAILPOINT).is_some_and(|v| v == "panic-during-load") {
+            // The executor's own test hook: a bug in the middle of a load.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            panic!("failpoint {FAILPOINT}=panic-during-load");
+        }
+        for (i, occurrence) in record
+            .planned
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.phase == index)
+        {
+            tokio::time::sleep_until(
+                (phase_start + Duration::from_millis(occurrence.offset_ms)).into(),
+            )
+            .await;
+            // `with chance N%` was drawn when the timeline was planned: what
+            // is planned fires, so the record's planned and fired lists agree.
+            let action = &plan.actions[occurrence.action];
+            let entry = &mut record.faults[i];
+            entry.during_load = workload.as_ref().is_some_and(|w| !w.0.is_finished());
+            entry.fired_ms = Some(millis(seed_start.elapsed()));
+            ctx.occurrence = i;
+            let fire = fault::find(&action.fault)
+                .ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
+            let outcome = tokio::time::timeout(Duration::from_mins(2), fire(ctx, action))
+                .await
+                .unwrap_or_else(|_| Err("did not finish within 2 min".into()));
+            entry.fired = outcome.is_ok();
+            entry.outcome = outcome.unwrap_or_else(|why| format!("not fired: {why}"));
+            progress(&format!(
+                "+{:.1}s {} ({}): {}",
+                Duration::from_millis(entry.fired_ms.unwrap_or(0)).as_secs_f64(),
+                entry.text,
+                entry.location,
+                entry.outcome
+            ));
+        }
+        match workload {
+            Some(mut handle) => {
+                let (kept, report) = (&mut handle.0)
+                    .await
+                    .map_err(|e| format!("workload: {e}"))?;
+                streams = Some(kept);
+                let report = report.map_err(|e| format!("workload: {e}"))?;
+                record.workload_ops += report.ops;
+                record.workload_failed += report.failed;
+                // Place the phase's seconds on the seed's clock.
+                let offset =
+                    usize::try_from(phase_start.duration_since(seed_start).as_secs()).unwrap_or(0);
+                if record.ops_per_second.len() < offset + report.ops_per_second.len() {
+                    record
+                        .ops_per_second
+                        .resize(offset + report.ops_per_second.len(), 0);
+                }
+                for (i, n) in report.ops_per_second.iter().enumerate() {
+                    record.ops_per_second[offset + i] += n;
+                }
+            }
+            None => tokio::time::sleep_until((phase_start + duration).into()).await,
+        }
+    }
+    record.timings.load_ms = millis(seed_start.elapsed());
+    Ok(drain_limit)
+}

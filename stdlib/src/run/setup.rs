@@ -1,0 +1,108 @@
+//! Step 1 of a seed: isolation and start-up. The source tables are
+//! re-created, the change topics created, the connector started under the
+//! seed's names, and each consumer under test started as a supervised
+//! process (its log in `<state>/runs/<run>/<kind>.log`).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lossproof_lang::Plan;
+use lossproof_lang::plan::SettingValue;
+use lossproof_lang::vocabulary::WorkloadSig;
+use lossproof_runtime::debezium::CaptureNames;
+use lossproof_runtime::supervisor::Supervised;
+use lossproof_runtime::{ConnectClient, Ports, Stack};
+
+use super::Options;
+use crate::workload;
+
+/// What set-up made, for the steps after it.
+pub(super) struct Prepared {
+    pub ports: Ports,
+    pub workload: &'static WorkloadSig,
+    /// The connector's configuration (what `recreate connector` puts back).
+    pub config: serde_json::Value,
+    /// `<state>/runs/<run>`: the consumers' logs.
+    pub logs: PathBuf,
+    pub consumers: tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+}
+
+#[allow(clippy::too_many_arguments)] // the seed's identity and its connections
+pub(super) async fn setup(
+    stack: &Stack,
+    plan: &Plan,
+    options: &Options,
+    run: &str,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    connect: &ConnectClient,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Prepared, String> {
+    let ports = stack.ports().map_err(|e| e.to_string())?;
+    let orders = crate::workloads::find(&plan.workload.name)
+        .ok_or_else(|| format!("workload {} does not exist", plan.workload.name))?;
+    let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
+    let partitions = match plan.settings.get("partitions") {
+        Some(SettingValue::Count(n)) => i32::try_from(*n).unwrap_or(1),
+        _ => 1,
+    };
+    progress("preparing: source tables, connector, consumers");
+    let config = workload::capture(
+        source,
+        connect,
+        &ports,
+        names,
+        orders,
+        full,
+        partitions,
+        Duration::from_mins(2),
+    )
+    .await?;
+
+    let logs = stack.state().root().join("runs").join(run);
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let mut consumers = BTreeMap::new();
+    for kind in &options.consumers {
+        let mut consumer = Supervised::new(
+            kind,
+            options.program.clone(),
+            consumer_args(kind, run, options, plan),
+            logs.join(format!("{kind}.log")),
+        );
+        consumer
+            .start()
+            .map_err(|e| format!("start consumer {kind}: {e}"))?;
+        consumers.insert(kind.clone(), consumer);
+    }
+    let consumers = tokio::sync::Mutex::new(consumers);
+    Ok(Prepared {
+        ports,
+        workload: orders,
+        config,
+        logs,
+        consumers,
+    })
+}
+
+/// `consumer KIND --run RUN --state STATE` plus the scenario's settings.
+fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "consumer".into(),
+        kind.into(),
+        "--run".into(),
+        run.into(),
+        "--state".into(),
+        options.state.clone().into(),
+    ];
+    if let Some(SettingValue::Count(n)) = plan.settings.get("consumer_batch") {
+        args.extend(["--batch".into(), n.to_string().into()]);
+    }
+    if kind == "careless"
+        && let Some(SettingValue::DurationMs(ms)) = plan.settings.get("autocommit_interval")
+    {
+        args.extend(["--auto-commit-ms".into(), ms.to_string().into()]);
+    }
+    args
+}
