@@ -26,19 +26,22 @@ fn run(
     seeds: &str,
     out: &Path,
 ) -> (Option<i32>, String, serde_json::Value) {
-    let output = lossproof(
-        state,
-        &[
-            "run",
-            file,
-            "--seeds",
-            seeds,
-            "--consumers",
-            "careless",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    run_with(state, file, seeds, &["--consumers", "careless"], out)
+}
+
+/// `lossproof run FILE --seeds SEEDS EXTRA… --out OUT`: exit code, output
+/// (stdout and stderr), and the run record (`Null` when none was written).
+fn run_with(
+    state: &Path,
+    file: &str,
+    seeds: &str,
+    extra: &[&str],
+    out: &Path,
+) -> (Option<i32>, String, serde_json::Value) {
+    let mut args = vec!["run", file, "--seeds", seeds];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let output = lossproof(state, &args);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -195,29 +198,17 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
 /// all of them, the gate checking each; the correct consumer is clean
 /// through kills.
 fn four_partitions_per_topic(state: &Path) {
-    let out = state.join("partitions.json");
-    let output = lossproof(
+    let (code, text, record) = run_with(
         state,
-        &[
-            "run",
-            &input("partitions.lp"),
-            "--seeds",
-            "4",
-            "--out",
-            out.to_str().unwrap(),
-        ],
+        &input("partitions.lp"),
+        "4",
+        &[],
+        &state.join("partitions.json"),
     );
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let seed = &record["results"][0];
     assert_eq!(seed["verdict"], "PASS", "{text}\n{seed:#}");
     assert_eq!(seed["wrong_rows"]["correct"], 0, "{seed:#}");
-    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert_eq!(code, Some(0), "{text}");
     let run = seed["run"].as_str().unwrap();
     let log = std::fs::read_to_string(state.join("runs").join(run).join("correct.log")).unwrap();
     assert!(
