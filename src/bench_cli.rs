@@ -13,7 +13,7 @@ use lossproof_stdlib::consumer::{self, careless, correct};
 use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<bool, String> {
+pub fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> Result<bool, String> {
     let (stack, ports) = crate::stack_cli::running(state)?;
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
@@ -36,7 +36,7 @@ pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<
             Duration::from_mins(1),
         )
         .await?;
-        let result = measure(&stack, &source, &connect, &names, seconds, rate, batch).await;
+        let result = measure(&stack, &source, &connect, &names, seconds, rate, batches).await;
         debezium::remove(&connect, &names, &source)
             .await
             .map_err(|e| e.to_string())?;
@@ -44,7 +44,9 @@ pub fn consumers(state: &Path, seconds: u64, rate: u64, batch: usize) -> Result<
     })
 }
 
-#[allow(clippy::too_many_lines)] // fill, then three readers of the same records, then the table
+/// Fill the topics once, read them raw, then run both consumers over them
+/// at each batch size; print the table. True when every reader read every
+/// record and the careless consumer logged no error.
 async fn measure(
     stack: &Stack,
     source: &tokio_postgres::Client,
@@ -52,7 +54,7 @@ async fn measure(
     names: &CaptureNames,
     seconds: u64,
     rate: u64,
-    batch: usize,
+    batches: &[usize],
 ) -> Result<bool, String> {
     let ports = stack.ports().map_err(|e| e.to_string())?;
     let scenario =
@@ -84,46 +86,140 @@ async fn measure(
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("the stream did not drain: {e}"))?;
     let topics = consumer::topics(names, &lossproof_stdlib::workloads::WORKLOADS[0]);
-
     let raw = raw_read(ports.broker, &topics)?;
-    let (total, read, bytes, raw_secs) = (raw.total, raw.read, raw.bytes, raw.seconds);
-
     let lake = Lake::open(stack.state().root())
         .await
         .map_err(|e| e.to_string())?;
-    let workload_sig = &lossproof_stdlib::workloads::WORKLOADS[0];
+    println!(
+        "records on the topics: {} ({} workload operations, {:.1} MB of values)",
+        raw.total,
+        report.ops,
+        raw.bytes as f64 / 1e6
+    );
+    println!(
+        "raw rdkafka consume: {} records in {:.2} s, {:.0} records/s",
+        raw.read,
+        raw.seconds,
+        raw.read as f64 / raw.seconds
+    );
+    let mut complete = raw.read == raw.total;
+    let mut lines = Vec::new();
+    for &batch in batches {
+        eprintln!("bench: both consumers, batches of up to {batch} …");
+        let pair = pair(&lake, &ports, names, &topics, raw.total, batch).await?;
+        complete &= pair.complete;
+        lines.push((batch, pair));
+    }
+    println!();
+    println!(
+        "{:>7} {:>15} {:>15} {:>17} {:>12}  goal (correct >= careless and >= raw/2)",
+        "batch", "correct rec/s", "careless rec/s", "correct/careless", "correct/raw"
+    );
+    let raw_rate = raw.read as f64 / raw.seconds;
+    for (batch, pair) in &lines {
+        let (correct, careless) = (pair.correct_rate(), pair.careless_rate());
+        let met = correct >= careless && correct >= raw_rate / 2.0;
+        println!(
+            "{batch:>7} {correct:>15.0} {careless:>15.0} {:>17.2} {:>12.2}  {}",
+            correct / careless,
+            correct / raw_rate,
+            if met { "met" } else { "not met" }
+        );
+    }
+    for (batch, pair) in &lines {
+        let (right, t) = (&pair.correct, pair.correct.time);
+        println!(
+            "batch {batch}: correct: {} batches, {:.1} ms each; decoding {:.2} s (while the batch before is applied), \
+             applying {:.2} s, writing Parquet {:.2} s, committing {:.2} s; {} changes applied, {} not newer, {} conflicts",
+            right.batches,
+            pair.correct_secs * 1000.0 / right.batches.max(1) as f64,
+            t.decode.as_secs_f64(),
+            t.apply.as_secs_f64(),
+            t.write.as_secs_f64(),
+            t.commit.as_secs_f64(),
+            right.applied,
+            right.skipped,
+            right.conflicts
+        );
+        println!(
+            "batch {batch}: careless: {} batches, {} commits, {:.1} ms per commit, {} errors",
+            pair.careless.batches,
+            pair.careless.commits,
+            pair.careless_secs * 1000.0 / pair.careless.commits.max(1) as f64,
+            pair.careless.errors
+        );
+    }
+    Ok(complete)
+}
 
+/// Both consumers over the same records at one batch size.
+struct Pair {
+    correct: correct::Report,
+    correct_secs: f64,
+    careless: careless::Report,
+    careless_secs: f64,
+    complete: bool,
+}
+
+impl Pair {
+    fn correct_rate(&self) -> f64 {
+        self.correct.records as f64 / self.correct_secs
+    }
+    fn careless_rate(&self) -> f64 {
+        self.careless.records as f64 / self.careless_secs
+    }
+}
+
+async fn pair(
+    lake: &Lake,
+    ports: &lossproof_runtime::Ports,
+    names: &CaptureNames,
+    topics: &[String],
+    total: u64,
+    batch: usize,
+) -> Result<Pair, String> {
+    let workload_sig = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let tag = format!("{}_{batch}", names.topic_prefix);
     // Correct: the same records, topic to committed Iceberg.
     let correct_config = correct::Config {
         broker_port: ports.broker,
         registry_port: ports.registry,
-        namespace: format!("bench_correct_{}", names.topic_prefix),
+        namespace: format!("bench_correct_{tag}"),
         table_prefix: String::new(),
         workload: workload_sig,
-        topics: topics.clone(),
-        group: format!("lossproof-bench-correct-{}", std::process::id()),
+        topics: topics.to_vec(),
+        group: format!("lossproof-bench-correct-{tag}"),
         batch_max: batch,
         linger: Duration::from_millis(200),
         stop_after: None,
         until_end: true,
         failpoint: None,
     };
+    // Both consumers start on existing, empty tables (the careless one's
+    // are made below): what is timed is topic to committed Iceberg.
+    correct::state::LakeState::open(
+        lake,
+        &correct_config.namespace,
+        &correct_config.table_prefix,
+        workload_sig,
+    )
+    .await?;
     let (_keep, stop) = tokio::sync::watch::channel(false);
     let started = Instant::now();
-    let right = correct::run(&lake, &correct_config, stop, &|_| {})
+    let right = correct::run(lake, &correct_config, stop, &|_| {})
         .await
         .map_err(|e| e.to_string())?;
     let correct_secs = started.elapsed().as_secs_f64();
 
     // Careless: the same records, topic to committed Iceberg.
-    let namespace = format!("bench_careless_{}", names.topic_prefix);
-    let tables = consumer::ensure_tables(&lake, &namespace, workload_sig).await?;
+    let namespace = format!("bench_careless_{tag}");
+    let tables = consumer::ensure_tables(lake, &namespace, workload_sig).await?;
     let config = careless::Config {
         broker_port: ports.broker,
         registry_port: ports.registry,
-        topics: topics.clone(),
+        topics: topics.to_vec(),
         tables,
-        group: format!("lossproof-bench-careless-{}", std::process::id()),
+        group: format!("lossproof-bench-careless-{tag}"),
         auto_commit: Duration::from_secs(1),
         batch_max: batch,
         linger: Duration::from_millis(200),
@@ -131,56 +227,18 @@ async fn measure(
     };
     let (_keep, stop) = tokio::sync::watch::channel(false);
     let started = Instant::now();
-    let applied = careless::run(&lake, &config, stop, &|_| {}).await?;
+    let careless = careless::run(lake, &config, stop, &|_| {}).await?;
     let careless_secs = started.elapsed().as_secs_f64();
     for ns in [&correct_config.namespace, &namespace] {
         let _ = lake.drop_namespace(ns).await;
     }
-
-    println!(
-        "records on the topics: {total} ({} workload operations, {:.1} MB of values), batches of up to {batch}",
-        report.ops,
-        bytes as f64 / 1e6
-    );
-    println!(
-        "{:<28} {:>10} {:>10} {:>12}",
-        "reader", "records", "seconds", "records/s"
-    );
-    for (name, records, secs) in [
-        ("raw rdkafka consume", read, raw_secs),
-        ("correct -> Iceberg", right.records, correct_secs),
-        ("careless -> Iceberg", applied.records, careless_secs),
-    ] {
-        println!(
-            "{name:<28} {records:>10} {secs:>10.2} {:>12.0}",
-            records as f64 / secs
-        );
-    }
-    println!(
-        "correct: {} batches, {} commits ({:.1} ms per batch on average), {} changes applied, {} not newer, {} conflicts",
-        right.batches,
-        right.commits,
-        correct_secs * 1000.0 / right.batches.max(1) as f64,
-        right.applied,
-        right.skipped,
-        right.conflicts
-    );
-    let t = right.time;
-    println!(
-        "correct: time in decoding {:.2} s, applying {:.2} s, writing Parquet {:.2} s, committing {:.2} s (the rest is Kafka)",
-        t.decode.as_secs_f64(),
-        t.apply.as_secs_f64(),
-        t.write.as_secs_f64(),
-        t.commit.as_secs_f64()
-    );
-    println!(
-        "careless: {} batches, {} commits ({:.1} ms per commit on average), {} errors",
-        applied.batches,
-        applied.commits,
-        careless_secs * 1000.0 / applied.commits.max(1) as f64,
-        applied.errors
-    );
-    Ok(applied.errors == 0 && read == total && right.records == total)
+    Ok(Pair {
+        complete: careless.errors == 0 && right.records == total && careless.records == total,
+        correct: right,
+        correct_secs,
+        careless,
+        careless_secs,
+    })
 }
 
 /// What a bare consumer read.

@@ -214,9 +214,11 @@ enum BenchWhat {
         /// Workload operations per second.
         #[arg(long, default_value_t = 1000)]
         rate: u64,
-        /// Records per batch at most (both consumers).
-        #[arg(long, default_value_t = 500)]
-        batch: usize,
+        /// Records per batch at most (both consumers; repeat for several
+        /// sizes: 500 is what `run` uses on a live stream, 10,000 a
+        /// consumer catching up a backlog).
+        #[arg(long = "batch", default_values_t = [500, 10_000])]
+        batches: Vec<usize>,
     },
     /// The reconciler's rate (rows/s) over a source table and a lake table
     /// with 1% differences, next to reladiff and the raw read cost.
@@ -297,8 +299,8 @@ fn bench(what: BenchWhat) -> Result<bool, String> {
             state,
             seconds,
             rate,
-            batch,
-        } => bench_cli::consumers(&state, seconds, rate, batch),
+            batches,
+        } => bench_cli::consumers(&state, seconds, rate, &batches),
         BenchWhat::Reconcile {
             state,
             rows,

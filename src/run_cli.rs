@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lossproof_runtime::Stack;
-use lossproof_stdlib::not_yet::CONSUMER_PROGRAMS;
+use lossproof_stdlib::consumers;
 use lossproof_stdlib::run::{self, SeedRecord, Verdict};
 
 use crate::scenario;
@@ -70,13 +70,11 @@ fn preflight(
     let consumers: Vec<String> = args
         .consumers
         .map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
-    if let Some(c) = consumers
-        .iter()
-        .find(|c| !CONSUMER_PROGRAMS.contains(&c.as_str()))
-    {
+    if let Some(c) = consumers.iter().find(|c| consumers::program(c).is_none()) {
+        let programs: Vec<&str> = consumers::PROGRAMS.iter().map(|p| p.name).collect();
         return Err(format!(
             "consumer {c} does not exist as a program yet; run the others with --consumers {}",
-            CONSUMER_PROGRAMS.join(",")
+            programs.join(",")
         ));
     }
     if let Some(why) = run::nothing_to_judge(&plan, &consumers) {

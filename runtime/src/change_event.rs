@@ -8,6 +8,8 @@ use apache_avro::Schema;
 use apache_avro::types::Value as Avro;
 use serde_json::Value as Json;
 
+mod compiled;
+
 /// One column value, in a form that compares exactly: decimals keep their
 /// digits and scale as text, never a float.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +108,8 @@ pub struct WriterSchema {
     reader: apache_avro::reader::datum::GenericDatumReader<'static>,
     /// The row's (column, type) pairs, for an envelope schema.
     columns: std::sync::Arc<[(String, String)]>,
+    /// The fast reader, for the schemas it covers (`compiled`'s doc).
+    compiled: Option<compiled::Compiled>,
 }
 
 impl WriterSchema {
@@ -123,11 +127,13 @@ impl WriterSchema {
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
+        let compiled = compiled::Compiled::new(schema, &names);
         Ok(Self {
             schema,
             names,
             reader,
             columns: columns.into(),
+            compiled,
         })
     }
 
@@ -147,12 +153,13 @@ impl std::fmt::Debug for WriterSchema {
 
 /// Writer schemas fetched from the schema registry by id, cached (an id
 /// never changes meaning). Fetch before decoding with [`Schemas::fetch_for`],
-/// then hand [`Schemas::lookup`] to [`decode_avro`].
-#[derive(Debug)]
+/// then hand [`Schemas::lookup`] to [`decode_avro`]. A clone is cheap (it
+/// shares the schemas and the HTTP client), e.g. to decode on other threads.
+#[derive(Debug, Clone)]
 pub struct Schemas {
     http: reqwest::Client,
     base: String,
-    by_id: BTreeMap<u32, WriterSchema>,
+    by_id: BTreeMap<u32, std::sync::Arc<WriterSchema>>,
 }
 
 impl Schemas {
@@ -201,7 +208,7 @@ impl Schemas {
             let schema =
                 Schema::parse_str(text).map_err(|e| format!("schema {id} does not parse: {e}"))?;
             let prepared = WriterSchema::new(schema).map_err(|e| format!("schema {id}: {e}"))?;
-            self.by_id.insert(id, prepared);
+            self.by_id.insert(id, prepared.into());
         }
         Ok(())
     }
@@ -209,7 +216,7 @@ impl Schemas {
     /// The cached schema with registry id `id`.
     #[must_use]
     pub fn lookup(&self, id: u32) -> Option<&WriterSchema> {
-        self.by_id.get(&id)
+        self.by_id.get(&id).map(|s| &**s)
     }
 }
 
@@ -233,29 +240,43 @@ pub fn decode_avro<'s>(
     value: Option<&[u8]>,
     schema: &dyn Fn(u32) -> Option<&'s WriterSchema>,
 ) -> Result<ChangeRecord, DecodeError> {
-    let read = |bytes: &[u8]| -> Result<(Avro, &'s WriterSchema), DecodeError> {
-        let (id, mut body) = frame(bytes)?;
-        let writer = schema(id).ok_or(DecodeError::UnknownSchema(id))?;
-        let decoded = writer
-            .reader
-            .read_value(&mut body)
-            .map_err(|e| DecodeError::Avro {
-                id,
-                reason: e.to_string(),
-            })?;
-        Ok((decoded, writer))
-    };
     let key = match key {
         Some(bytes) => {
-            let (value, writer) = read(bytes)?;
-            row_from_avro(&value, writer.schema, &writer.names)?.unwrap_or_default()
+            let (id, mut body, writer) = framed(bytes, schema)?;
+            match &writer.compiled {
+                Some(compiled) => compiled
+                    .read_row(&mut body)
+                    .map_err(|reason| DecodeError::Avro { id, reason })?,
+                None => row_from_avro(&generic(id, body, writer)?, writer.schema, &writer.names)?,
+            }
+            .unwrap_or_default()
         }
         None => Row::new(),
     };
     let Some(value) = value else {
         return without_value(key);
     };
-    let (envelope, writer) = read(value)?;
+    let (id, mut body, writer) = framed(value, schema)?;
+    if let Some(compiled) = &writer.compiled {
+        let envelope = compiled
+            .read_envelope(&mut body)
+            .map_err(|reason| DecodeError::Avro { id, reason })?;
+        let source = envelope
+            .source
+            .ok_or_else(|| DecodeError::NotAnEnvelope("no `source`".into()))?;
+        let Some(op) = envelope.op else {
+            return Err(DecodeError::NotAnEnvelope("`op` is not a string".into()));
+        };
+        return change(
+            &op,
+            key,
+            envelope.before,
+            envelope.after,
+            source,
+            writer.columns.clone(),
+        );
+    }
+    let envelope = generic(id, body, writer)?;
     let (schema, names) = (writer.schema, &writer.names);
     let (Avro::Record(fields), Schema::Record(record)) = (&envelope, schema) else {
         return Err(DecodeError::NotAnEnvelope(
@@ -280,9 +301,31 @@ pub fn decode_avro<'s>(
         key,
         row("before")?,
         row("after")?,
-        &source,
+        compiled::Source::from_json(&source),
         writer.columns.clone(),
     )
+}
+
+/// The schema id, the Avro body and the writer schema of a framed record.
+fn framed<'b, 's>(
+    bytes: &'b [u8],
+    schema: &dyn Fn(u32) -> Option<&'s WriterSchema>,
+) -> Result<(u32, &'b [u8], &'s WriterSchema), DecodeError> {
+    let (id, body) = frame(bytes)?;
+    let writer = schema(id).ok_or(DecodeError::UnknownSchema(id))?;
+    Ok((id, body, writer))
+}
+
+/// `apache_avro`'s generic value of a body, for schemas without a compiled
+/// reader.
+fn generic(id: u32, mut body: &[u8], writer: &WriterSchema) -> Result<Avro, DecodeError> {
+    writer
+        .reader
+        .read_value(&mut body)
+        .map_err(|e| DecodeError::Avro {
+            id,
+            reason: e.to_string(),
+        })
 }
 
 /// Decode a schemaless JSON record (`value.converter.schemas.enable=false`).
@@ -306,7 +349,7 @@ pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRec
         key,
         json_row(&envelope["before"]),
         json_row(&envelope["after"]),
-        &envelope["source"],
+        compiled::Source::from_json(&envelope["source"]),
         Vec::new().into(),
     )
 }
@@ -326,7 +369,7 @@ fn change(
     key: Row,
     before: Option<Row>,
     after: Option<Row>,
-    source: &Json,
+    source: compiled::Source,
     columns: std::sync::Arc<[(String, String)]>,
 ) -> Result<ChangeRecord, DecodeError> {
     let op = match op {
@@ -336,10 +379,11 @@ fn change(
         "d" => ChangeOp::Delete,
         other => return Err(DecodeError::NotAnEnvelope(format!("unknown op `{other}`"))),
     };
-    let lsn = source["lsn"]
-        .as_u64()
+    let lsn = source
+        .lsn
+        .and_then(|l| u64::try_from(l).ok())
         .ok_or_else(|| DecodeError::NotAnEnvelope("no `source.lsn`".into()))?;
-    let table = source["table"].as_str().unwrap_or_default().to_owned();
+    let table = source.table.unwrap_or_default();
     Ok(ChangeRecord::Change(RowChange {
         op,
         table,
@@ -347,10 +391,10 @@ fn change(
         before,
         after,
         lsn,
-        tx_id: source["txId"].as_i64(),
-        last_commit_lsn: last_commit_lsn(&source["sequence"]),
+        tx_id: source.tx_id,
+        last_commit_lsn: source.sequence.as_deref().and_then(last_commit_lsn),
         snapshot: matches!(
-            source["snapshot"].as_str(),
+            source.snapshot.as_deref(),
             Some(
                 "true" | "first" | "first_in_data_collection" | "last_in_data_collection" | "last"
             )
@@ -361,8 +405,8 @@ fn change(
 
 /// `sequence[0]` of Debezium's `["lastCommitLsn","lsn"]` (a JSON text),
 /// if present and not null.
-fn last_commit_lsn(sequence: &Json) -> Option<u64> {
-    let parsed: Json = serde_json::from_str(sequence.as_str()?).ok()?;
+fn last_commit_lsn(sequence: &str) -> Option<u64> {
+    let parsed: Json = serde_json::from_str(sequence).ok()?;
     let first = parsed.get(0)?;
     first
         .as_str()
@@ -569,18 +613,16 @@ mod tests {
 
     #[test]
     fn sequence_gives_the_previous_commit_lsn_or_none() {
-        let text = |t: &str| Json::String(t.to_owned());
         assert_eq!(
-            last_commit_lsn(&text(r#"["24023928","24023960"]"#)),
+            last_commit_lsn(r#"["24023928","24023960"]"#),
             Some(24_023_928)
         );
         assert_eq!(
-            last_commit_lsn(&text(r#"[null,"24023960"]"#)),
+            last_commit_lsn(r#"[null,"24023960"]"#),
             None,
             "snapshot reads, first transaction after a snapshot"
         );
-        assert_eq!(last_commit_lsn(&Json::Null), None);
-        assert_eq!(last_commit_lsn(&text("not json")), None);
+        assert_eq!(last_commit_lsn("not json"), None);
     }
 
     fn envelope_schema(amount_precision: u32) -> Schema {
@@ -606,7 +648,8 @@ mod tests {
             .unwrap()
     }
 
-    fn framed(id: u32, schema: &Schema, value: Avro) -> Vec<u8> {
+    /// `value` in the Confluent wire format under registry id `id`.
+    pub(super) fn framed(id: u32, schema: &Schema, value: Avro) -> Vec<u8> {
         let mut out = vec![0];
         out.extend(id.to_be_bytes());
         let writer = apache_avro::writer::datum::GenericDatumWriter::builder(schema)

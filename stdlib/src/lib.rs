@@ -7,7 +7,7 @@
 //! stack exists.
 
 pub mod consumer;
-mod consumers;
+pub mod consumers;
 pub mod fault;
 mod faults;
 pub mod not_yet;

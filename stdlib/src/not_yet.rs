@@ -54,9 +54,6 @@ pub const NOT_YET: &[(Kind, &str, &str)] = &[
     ),
 ];
 
-/// Consumers that exist as programs (`lossproof consumer NAME`).
-pub const CONSUMER_PROGRAMS: &[&str] = &["careless", "correct"];
-
 /// The largest `set partitions N` the stack runs today.
 pub const MAX_PARTITIONS: u64 = 16;
 
@@ -148,7 +145,7 @@ mod tests {
         }
         for sig in crate::consumers::CONSUMERS {
             assert!(
-                CONSUMER_PROGRAMS.contains(&sig.name),
+                crate::consumers::program(sig.name).is_some(),
                 "consumer {} has no program",
                 sig.name
             );

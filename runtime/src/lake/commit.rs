@@ -212,17 +212,33 @@ impl Lake {
         &self,
         commits: Vec<(&Table, Commit)>,
     ) -> Result<Vec<Table>, CommitError> {
-        let mut swaps = Vec::new();
-        for (base, commit) in commits {
-            let metadata = self.stage(base, commit).await?;
-            swaps.push(write_next(base, &metadata).await?);
-        }
+        // Staged side by side: each writes its own manifests and metadata
+        // file (nothing is visible until the swap).
+        let staged = futures_util::future::try_join_all(commits.into_iter().map(
+            |(base, commit)| async move {
+                let metadata = self.stage(base, commit).await?;
+                let swap = write_next(base, &metadata).await?;
+                Ok::<_, CommitError>((base, metadata, swap))
+            },
+        ))
+        .await?;
+        let swaps: Vec<_> = staged.iter().map(|(_, _, swap)| swap.clone()).collect();
         self.swap_all(&swaps).await?;
-        let mut tables = Vec::new();
-        for (table, _, _) in &swaps {
-            tables.push(self.load(table).await?);
-        }
-        Ok(tables)
+        // The catalog now points at exactly the metadata written above: the
+        // tables are built from it instead of read back.
+        staged
+            .into_iter()
+            .map(|(base, metadata, (table, _, location))| {
+                Table::builder()
+                    .file_io(base.file_io().clone())
+                    .identifier(table.clone())
+                    .metadata_location(location)
+                    .metadata(metadata)
+                    .runtime(iceberg::Runtime::current())
+                    .build()
+                    .map_err(|source| CommitError::Iceberg { table, source })
+            })
+            .collect()
     }
 
     /// `table` as the catalog has it now.

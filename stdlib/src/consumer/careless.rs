@@ -100,7 +100,6 @@ pub async fn run(
         assignment.count(),
         topics.len()
     ));
-    let by_topic: HashMap<&str, &LakeTable> = topics.iter().copied().zip(&config.tables).collect();
     let mut schemas = Schemas::new(config.registry_port);
     let mut report = Report::default();
     let mut last_kafka_error = String::new();
@@ -115,7 +114,16 @@ pub async fn run(
             _ = stop.changed() => break,
         };
         let messages = match first {
-            Ok(first) => rest_of_batch(&consumer, first, config.batch_max, config.linger).await,
+            Ok(first) => {
+                rest_of_batch(
+                    &consumer,
+                    first,
+                    batch_limit(config, report.records),
+                    config.linger,
+                    |_| false,
+                )
+                .await
+            }
             Err(e) => {
                 // Unknown topics before Debezium creates them, broker restarts …
                 let e = e.to_string();
@@ -130,36 +138,7 @@ pub async fn run(
         last_kafka_error.clear();
         report.records += messages.len() as u64;
         report.batches += 1;
-        let mut changes: BTreeMap<usize, Vec<change_event::RowChange>> = BTreeMap::new();
-        for message in &messages {
-            let Some(table) = by_topic.get(message.topic()) else {
-                continue;
-            };
-            let index = config
-                .tables
-                .iter()
-                .position(|t| t.ident == table.ident)
-                .unwrap_or(0);
-            if let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
-                report.errors += 1;
-                log(&format!("careless: registry: {e}; skipping the record"));
-                continue;
-            }
-            match change_event::decode_avro(message.key(), message.payload(), &|id| {
-                schemas.lookup(id)
-            }) {
-                Ok(ChangeRecord::Change(change)) => changes.entry(index).or_default().push(change),
-                Ok(ChangeRecord::Tombstone { .. }) => {}
-                Err(e) => {
-                    report.errors += 1;
-                    log(&format!(
-                        "careless: {}@{}: cannot decode: {e}; skipping the record",
-                        message.topic(),
-                        message.offset()
-                    ));
-                }
-            }
-        }
+        let changes = decode_batch(&messages, config, &mut schemas, &mut report, log).await;
         for (index, changes) in changes {
             let table = &config.tables[index];
             let (commits, errors) = write_batch(lake, table, &changes, log).await;
@@ -219,20 +198,84 @@ pub(super) async fn partitions(
     }
 }
 
+/// Decode a batch, grouped by table index; undecodable records and a
+/// registry that does not answer are logged, counted and skipped.
+async fn decode_batch(
+    messages: &[OwnedMessage],
+    config: &Config,
+    schemas: &mut Schemas,
+    report: &mut Report,
+    log: &(dyn Fn(&str) + Sync),
+) -> BTreeMap<usize, Vec<change_event::RowChange>> {
+    let by_topic: HashMap<&str, &LakeTable> = config
+        .topics
+        .iter()
+        .map(String::as_str)
+        .zip(&config.tables)
+        .collect();
+    let mut changes: BTreeMap<usize, Vec<change_event::RowChange>> = BTreeMap::new();
+    for message in messages {
+        let Some(table) = by_topic.get(message.topic()) else {
+            continue;
+        };
+        let index = config
+            .tables
+            .iter()
+            .position(|t| t.ident == table.ident)
+            .unwrap_or(0);
+        if let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
+            report.errors += 1;
+            log(&format!("careless: registry: {e}; skipping the record"));
+            continue;
+        }
+        match change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id))
+        {
+            Ok(ChangeRecord::Change(change)) => changes.entry(index).or_default().push(change),
+            Ok(ChangeRecord::Tombstone { .. }) => {}
+            Err(e) => {
+                report.errors += 1;
+                log(&format!(
+                    "careless: {}@{}: cannot decode: {e}; skipping the record",
+                    message.topic(),
+                    message.offset()
+                ));
+            }
+        }
+    }
+    changes
+}
+
+/// Records the next batch may hold: `batch_max`, and with `stop_after`
+/// no more than are still wanted (the batch closes at the last one instead
+/// of lingering for more).
+fn batch_limit(config: &Config, records: u64) -> usize {
+    let wanted = config.stop_after.map_or(usize::MAX, |n| {
+        usize::try_from(n.saturating_sub(records)).unwrap_or(usize::MAX)
+    });
+    config.batch_max.min(wanted).max(1)
+}
+
 /// `first` and up to `batch_max - 1` more records, closing `linger` after
-/// the first arrived.
+/// the first arrived, or as soon as `complete` says so of a record read
+/// (nothing more to wait for).
 pub(super) async fn rest_of_batch(
     consumer: &StreamConsumer,
     first: OwnedMessage,
     batch_max: usize,
     linger: Duration,
+    mut complete: impl FnMut(&OwnedMessage) -> bool,
 ) -> Vec<OwnedMessage> {
-    let mut batch = vec![first];
     let deadline = Instant::now() + linger;
-    while batch.len() < batch_max {
+    let mut done = complete(&first);
+    let mut batch = vec![first];
+    while !done && batch.len() < batch_max {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, consumer.recv()).await {
-            Ok(Ok(message)) => batch.push(message.detach()),
+            Ok(Ok(message)) => {
+                let message = message.detach();
+                done = complete(&message);
+                batch.push(message);
+            }
             Ok(Err(_)) | Err(_) => break,
         }
     }

@@ -78,8 +78,9 @@ pub fn positions(
             consumer: c.clone(),
             group: group(c, names),
             topics: topics(names, workload),
-            lake_offsets: (c == "correct")
-                .then(|| (namespace(c, names), correct::state::STATE_TABLE.to_owned())),
+            lake_offsets: crate::consumers::program(c)
+                .and_then(|p| p.lake_offsets)
+                .map(|table| (namespace(c, names), table.to_owned())),
         })
         .collect()
 }

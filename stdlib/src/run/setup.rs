@@ -96,13 +96,8 @@ fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<O
         "--state".into(),
         options.state.clone().into(),
     ];
-    if let Some(SettingValue::Count(n)) = plan.settings.get("consumer_batch") {
-        args.extend(["--batch".into(), n.to_string().into()]);
-    }
-    if kind == "careless"
-        && let Some(SettingValue::DurationMs(ms)) = plan.settings.get("autocommit_interval")
-    {
-        args.extend(["--auto-commit-ms".into(), ms.to_string().into()]);
+    if let Some(program) = crate::consumers::program(kind) {
+        args.extend((program.options)(plan));
     }
     args
 }

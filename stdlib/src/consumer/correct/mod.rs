@@ -30,9 +30,7 @@ use std::time::Duration;
 use iceberg::spec::{PrimitiveType, Type};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::Lake;
-use lossproof_runtime::change_event::{
-    self, Cell, ChangeOp, ChangeRecord, Row, RowChange, Schemas,
-};
+use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Row, RowChange, Schemas};
 use lossproof_runtime::lake::{
     Commit, CommitError, SchemaChange, check_promotion, write_data_files,
 };
@@ -43,7 +41,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use self::position::Position;
 use self::state::{
-    LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, dead_letter_row, row_keys, state_row,
+    LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, StateEntry, dead_letter_row, row_keys,
+    state_batch,
 };
 use super::{debezium_type_name, to_arrow};
 
@@ -209,6 +208,7 @@ pub async fn run(
     };
     let mut assignment = TopicPartitionList::new();
     let mut ends: HashMap<Partition, i64> = HashMap::new();
+    let mut starts: HashMap<Partition, i64> = HashMap::new();
     for element in found.elements() {
         let partition = (element.topic().to_owned(), element.partition());
         let (low, high) = consumer
@@ -235,6 +235,10 @@ pub async fn run(
         assignment
             .add_partition_offset(&partition.0, partition.1, offset)
             .map_err(|e| e.to_string())?;
+        starts.insert(
+            partition.clone(),
+            state.offsets.get(&partition).copied().unwrap_or(low),
+        );
         ends.insert(partition, high);
     }
     consumer
@@ -246,9 +250,27 @@ pub async fn run(
         topics.len(),
         describe(&state.offsets)
     ));
-    let mut schemas = Schemas::new(config.registry_port);
+
+    // Two stages: the `fetch` task reads and decodes the next batch while
+    // the loop below applies and commits this one.
+    let consumer = std::sync::Arc::new(consumer);
+    let (events, mut fetched) = tokio::sync::mpsc::channel(2);
+    let _fetch = crate::workload::AbortOnDrop(tokio::spawn(fetch(
+        consumer.clone(),
+        Schemas::new(config.registry_port),
+        (config.batch_max, config.linger),
+        EndTracker {
+            next: starts,
+            ends: if config.until_end {
+                ends.clone()
+            } else {
+                HashMap::new()
+            },
+        },
+        stop.clone(),
+        events,
+    )));
     let mut report = Report::default();
-    let mut last_kafka_error = String::new();
     loop {
         if *stop.borrow()
             || config.stop_after.is_some_and(|n| report.records >= n)
@@ -259,38 +281,23 @@ pub async fn run(
         {
             break;
         }
-        let first = tokio::select! {
-            first = consumer.recv() => first.map(|m| m.detach()),
+        let event = tokio::select! {
+            event = fetched.recv() => event,
             _ = stop.changed() => break,
             () = tokio::time::sleep(Duration::from_millis(500)), if config.until_end => continue,
         };
-        let messages = match first {
-            Ok(first) => {
-                super::careless::rest_of_batch(&consumer, first, config.batch_max, config.linger)
-                    .await
-            }
-            Err(e) => {
-                let e = e.to_string();
-                if e.contains("Offset out of range") {
-                    return Err(Fatal::Other(format!(
-                        "kafka: {e}: the lake's offsets are outside the topic"
-                    )));
-                }
-                if e != last_kafka_error {
-                    log(&format!("correct: kafka: {e}; carrying on"));
-                    last_kafka_error = e;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+        let (records, decode) = match event {
+            None => break,
+            Some(Fetch::Log(line)) => {
+                log(&line);
                 continue;
             }
+            Some(Fetch::Fatal(e)) => return Err(e),
+            Some(Fetch::Batch { records, decode }) => (records, decode),
         };
-        last_kafka_error.clear();
-        report.records += messages.len() as u64;
+        report.records += records.len() as u64;
         report.batches += 1;
-        let decode_start = std::time::Instant::now();
-        let records = decode(messages, &mut schemas, &mut stop, log).await;
-        report.time.decode += decode_start.elapsed();
-        let Some(records) = records else { break };
+        report.time.decode += decode;
         let apply_start = std::time::Instant::now();
         let (write, commit) = (report.time.write, report.time.commit);
         apply_batch(
@@ -324,29 +331,129 @@ pub async fn run(
     Ok(report)
 }
 
-/// Decode every record; fetch writer schemas from the registry first,
-/// retrying while it does not answer (never dead-lettering because of it).
-/// `None` if stopped while waiting for the registry.
-async fn decode(
-    messages: Vec<OwnedMessage>,
-    schemas: &mut Schemas,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-    log: &(dyn Fn(&str) + Sync),
-) -> Option<Vec<Record>> {
-    for message in &messages {
-        let mut wait = Duration::from_millis(100);
-        while let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
-            log(&format!("correct: registry: {e}; retrying in {wait:?}"));
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                _ = stop.changed() => return None,
+/// Where the fetch stage is in each partition, and the ends it stops
+/// lingering at (`until_end`: the high watermarks at start; none
+/// otherwise).
+struct EndTracker {
+    next: HashMap<Partition, i64>,
+    ends: HashMap<Partition, i64>,
+}
+
+impl EndTracker {
+    /// Note `message` as read; true when every partition is at its end.
+    fn reached(&mut self, message: &OwnedMessage) -> bool {
+        if self.ends.is_empty() {
+            return false;
+        }
+        if let Some(next) = self
+            .next
+            .get_mut(&(message.topic().to_owned(), message.partition()))
+        {
+            *next = (*next).max(message.offset() + 1);
+        }
+        self.ends
+            .iter()
+            .all(|(p, end)| self.next.get(p).is_some_and(|n| n >= end))
+    }
+}
+
+/// What the fetch task hands the apply loop.
+enum Fetch {
+    /// A batch read and decoded, and how long decoding took.
+    Batch {
+        records: Vec<Record>,
+        decode: Duration,
+    },
+    /// A line for the consumer's log.
+    Log(String),
+    /// Kafka cannot go on (the lake's offsets are outside a topic).
+    Fatal(Fatal),
+}
+
+/// The fetch stage: read a batch off the topics (closing it early at the
+/// topics' end with `until_end`), fetch the writer schemas it names
+/// (retrying while the registry does not answer: never dead-lettering
+/// because of it), decode it on every core, hand it over; one batch ahead
+/// of the apply loop; log lines and a fatal Kafka error are handed over
+/// too. Ends on a stop or when the apply loop is gone.
+async fn fetch(
+    consumer: std::sync::Arc<StreamConsumer>,
+    mut schemas: Schemas,
+    (batch_max, linger): (usize, Duration),
+    mut tracker: EndTracker,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    out: tokio::sync::mpsc::Sender<Fetch>,
+) {
+    let log = |line: String| {
+        let out = out.clone();
+        async move { out.send(Fetch::Log(line)).await.is_ok() }
+    };
+    let mut last_kafka_error = String::new();
+    loop {
+        let first = tokio::select! {
+            first = consumer.recv() => first.map(|m| m.detach()),
+            _ = stop.changed() => break,
+        };
+        let messages = match first {
+            Ok(first) => {
+                super::careless::rest_of_batch(&consumer, first, batch_max, linger, |m| {
+                    tracker.reached(m)
+                })
+                .await
             }
-            wait = (wait * 2).min(Duration::from_secs(5));
+            Err(e) => {
+                let e = e.to_string();
+                if e.contains("Offset out of range") {
+                    let _ = out
+                        .send(Fetch::Fatal(Fatal::Other(format!(
+                            "kafka: {e}: the lake's offsets are outside the topic"
+                        ))))
+                        .await;
+                    break;
+                }
+                if e != last_kafka_error {
+                    if !log(format!("correct: kafka: {e}; carrying on")).await {
+                        break;
+                    }
+                    last_kafka_error = e;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        last_kafka_error.clear();
+        for message in &messages {
+            let mut wait = Duration::from_millis(100);
+            while let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
+                if !log(format!("correct: registry: {e}; retrying in {wait:?}")).await {
+                    return;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => return,
+                }
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
+        let started = std::time::Instant::now();
+        let known = schemas.clone();
+        let Ok(records) = tokio::task::spawn_blocking(move || decode(messages, &known)).await
+        else {
+            break; // the runtime is shutting down
+        };
+        let batch = Fetch::Batch {
+            records,
+            decode: started.elapsed(),
+        };
+        if out.send(batch).await.is_err() {
+            break;
         }
     }
-    // Decoding is CPU work and the records are independent: one share per
-    // core (order kept).
-    let schemas = &*schemas;
+}
+
+/// Decode every record (the writer schemas already fetched), one share
+/// per core, order kept.
+fn decode(messages: Vec<OwnedMessage>, schemas: &Schemas) -> Vec<Record> {
     let decode_one = |message: OwnedMessage| {
         let decoded =
             change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id))
@@ -361,7 +468,7 @@ async fn decode(
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let share = messages.len().div_ceil(cores).max(256);
     if messages.len() <= share {
-        return Some(messages.into_iter().map(decode_one).collect());
+        return messages.into_iter().map(decode_one).collect();
     }
     let mut shares = Vec::new();
     let mut rest = messages;
@@ -381,7 +488,7 @@ async fn decode(
             .map(|h| h.join().expect("decoding thread"))
             .collect()
     });
-    Some(decoded.into_iter().flatten().collect())
+    decoded.into_iter().flatten().collect()
 }
 
 /// Apply one batch: compute against the lake as it is, commit in one
@@ -458,7 +565,7 @@ impl From<Fatal> for Attempt {
 /// One change of a table in a batch, with its position and key.
 struct Keyed<'a> {
     position: Position,
-    key: String,
+    key: std::sync::Arc<str>,
     change: &'a RowChange,
 }
 
@@ -530,7 +637,7 @@ async fn try_batch(
     //    newest one, the rows to rewrite.
     let mut commits: Vec<(usize, Commit)> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
-    let mut state_rows: Vec<Row> = Vec::new();
+    let mut state_rows: Vec<StateEntry> = Vec::new();
     let (mut applied, mut skipped) = (0u64, 0u64);
     for (t, changes) in per_table.iter().enumerate() {
         if changes.is_empty() {
@@ -540,7 +647,7 @@ async fn try_batch(
         let mut winners: HashMap<&str, &Keyed> = HashMap::new();
         for k in &keyed {
             let stored = state.index[t].get(&k.key).map(|(p, _)| *p);
-            let best = winners.get(k.key.as_str()).map(|w| w.position).or(stored);
+            let best = winners.get(&*k.key).map(|w| w.position).or(stored);
             if best.is_none_or(|b| k.position > b) {
                 winners.insert(&k.key, k);
             }
@@ -582,25 +689,25 @@ async fn try_batch(
         }
         let table = &state.tables[t];
         let changed: HashSet<&str> = winners.keys().copied().collect();
-        let mut upserts: Vec<(&str, &Row)> = Vec::new();
-        for (&key, k) in &winners {
-            state_rows.push(state_row(
-                &table.source_table,
-                key,
-                k.position,
-                k.change.op == ChangeOp::Delete,
-            ));
+        let mut upserts: Vec<(&std::sync::Arc<str>, &Row)> = Vec::new();
+        for k in winners.values() {
+            state_rows.push(StateEntry {
+                table: t,
+                key: k.key.clone(),
+                position: k.position,
+                deleted: k.change.op == ChangeOp::Delete,
+            });
             if k.change.op != ChangeOp::Delete
                 && let Some(after) = &k.change.after
             {
-                upserts.push((key, after));
+                upserts.push((&k.key, after));
             }
         }
         upserts.sort_by_key(|(k, _)| *k);
         let schema = table.table.metadata().current_schema().clone();
         let rows: Vec<&Row> = upserts.iter().map(|(_, r)| *r).collect();
         let upsert_batch = to_arrow(&schema, &rows)?;
-        let upsert_keys = upserts.iter().map(|(k, _)| (*k).to_owned()).collect();
+        let upsert_keys = upserts.iter().map(|(k, _)| (*k).clone()).collect();
         let (removed, batch, keys) = table.rewrite(&changed, upsert_batch, upsert_keys)?;
         let added = if batch.num_rows() == 0 {
             Vec::new()
@@ -618,13 +725,8 @@ async fn try_batch(
             added: (added.len() == 1).then(|| (added[0].file_path().to_owned(), batch, keys)),
             reindex: added.len() > 1,
             winners: winners
-                .iter()
-                .map(|(k, w)| {
-                    (
-                        (*k).to_owned(),
-                        (w.position, w.change.op == ChangeOp::Delete),
-                    )
-                })
+                .values()
+                .map(|w| (w.key.clone(), (w.position, w.change.op == ChangeOp::Delete)))
                 .collect(),
         });
         commits.push((
@@ -638,31 +740,28 @@ async fn try_batch(
     //    entry per key, this batch's included.
     let compact_state = !state_rows.is_empty() && state.state_files.len() + 1 > STATE_FILES_MAX;
     if compact_state {
-        let mut newest: HashMap<(String, String), Row> = HashMap::new();
+        let mut newest: HashMap<(usize, std::sync::Arc<str>), StateEntry> = HashMap::new();
         for (t, index) in state.index.iter().enumerate() {
-            let name = &state.tables[t].source_table;
             for (key, (position, deleted)) in index {
-                newest.insert(
-                    (name.clone(), key.clone()),
-                    state_row(name, key, *position, *deleted),
-                );
+                let entry = StateEntry {
+                    table: t,
+                    key: key.clone(),
+                    position: *position,
+                    deleted: *deleted,
+                };
+                newest.insert((t, key.clone()), entry);
             }
         }
-        for row in state_rows.drain(..) {
-            let (Some(Cell::Text(t)), Some(Cell::Text(k))) = (row.get("table"), row.get("key"))
-            else {
-                continue;
-            };
-            newest.insert((t.clone(), k.clone()), row);
+        for entry in state_rows.drain(..) {
+            newest.insert((entry.table, entry.key.clone()), entry);
         }
         state_rows = newest.into_values().collect();
     }
     let state_schema = state.state_table.metadata().current_schema().clone();
-    let rows: Vec<&Row> = state_rows.iter().collect();
-    let state_files = if rows.is_empty() {
+    let state_files = if state_rows.is_empty() {
         Vec::new()
     } else {
-        let batch = to_arrow(&state_schema, &rows)?;
+        let batch = state_batch(&state_schema, &state.tables, &state_rows)?;
         let started = std::time::Instant::now();
         let files = write_data_files(&state.state_table, vec![batch])
             .await
@@ -760,9 +859,9 @@ async fn try_batch(
 struct Pending {
     table: usize,
     removed: Vec<String>,
-    added: Option<(String, arrow_array::RecordBatch, Vec<String>)>,
+    added: Option<(String, arrow_array::RecordBatch, state::Keys)>,
     reindex: bool,
-    winners: HashMap<String, (Position, bool)>,
+    winners: Vec<(std::sync::Arc<str>, (Position, bool))>,
 }
 
 /// Each change with its key rendered the way the lake's rows render theirs.
@@ -779,7 +878,7 @@ fn keyed<'a>(
         .zip(rendered)
         .map(|((position, change), key)| Keyed {
             position: *position,
-            key,
+            key: key.into(),
             change,
         })
         .collect())

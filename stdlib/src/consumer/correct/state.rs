@@ -57,13 +57,18 @@ pub struct TableState {
     pub key_columns: Vec<String>,
     /// Live data files: their rows (in the table's current schema) and keys.
     pub files: BTreeMap<String, FileRows>,
-    /// Which live file holds a key.
-    pub key_file: HashMap<String, String>,
+    /// Which live file holds a key. Keys and paths are shared (`Arc<str>`):
+    /// a batch moves every row of the files it rewrites, and their keys
+    /// with them, without copying a string.
+    pub key_file: HashMap<Arc<str>, Arc<str>>,
 }
+
+/// The keys of a file's rows, in row order.
+pub type Keys = Vec<Arc<str>>;
 
 pub struct FileRows {
     pub batch: RecordBatch,
-    pub keys: Vec<String>,
+    pub keys: Keys,
 }
 
 /// Everything the consumer knows, as of the lake's current snapshots.
@@ -76,7 +81,7 @@ pub struct LakeState {
     pub offsets: HashMap<Partition, i64>,
     pub epochs: HashMap<Partition, u64>,
     /// Per (table index, key): the position applied and whether it was a delete.
-    pub index: Vec<HashMap<String, (Position, bool)>>,
+    pub index: Vec<HashMap<Arc<str>, (Position, bool)>>,
     /// The live data files of `_lp_state` (compacted into one when there
     /// are [`STATE_FILES_MAX`]).
     pub state_files: Vec<String>,
@@ -127,24 +132,70 @@ fn dead_letter_schema() -> Result<Schema, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One row of `_lp_state`.
-#[must_use]
-pub fn state_row(table: &str, key: &str, position: Position, deleted: bool) -> Row {
-    [
-        ("table".to_owned(), Cell::Text(table.to_owned())),
-        ("key".to_owned(), Cell::Text(key.to_owned())),
-        (
-            "after_commit".to_owned(),
-            Cell::Int(i64::try_from(position.after_commit).unwrap_or(i64::MAX)),
-        ),
-        (
-            "lsn".to_owned(),
-            Cell::Int(i64::try_from(position.lsn).unwrap_or(i64::MAX)),
-        ),
-        ("rank".to_owned(), Cell::Int(i64::from(position.rank))),
-        ("deleted".to_owned(), Cell::Bool(deleted)),
-    ]
-    .into()
+/// One row of `_lp_state`: the position applied for a key of a table,
+/// and whether it was a delete.
+#[derive(Debug, Clone)]
+pub struct StateEntry {
+    pub table: usize,
+    pub key: Arc<str>,
+    pub position: Position,
+    pub deleted: bool,
+}
+
+/// `entries` as a batch of `_lp_state` (`tables` names each entry's table),
+/// built column by column.
+pub fn state_batch(
+    schema: &Schema,
+    tables: &[TableState],
+    entries: &[StateEntry],
+) -> Result<RecordBatch, String> {
+    let arrow_schema =
+        Arc::new(iceberg::arrow::schema_to_arrow_schema(schema).map_err(|e| e.to_string())?);
+    let saturate = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let mut columns: Vec<arrow_array::ArrayRef> = Vec::new();
+    for field in arrow_schema.fields() {
+        let column: arrow_array::ArrayRef = match field.name().as_str() {
+            "table" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(tables[e.table].source_table.as_str()))
+                    .collect::<StringArray>(),
+            ),
+            "key" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(&*e.key))
+                    .collect::<StringArray>(),
+            ),
+            "after_commit" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(saturate(e.position.after_commit)))
+                    .collect::<Int64Array>(),
+            ),
+            "lsn" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(saturate(e.position.lsn)))
+                    .collect::<Int64Array>(),
+            ),
+            "rank" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(i32::from(e.position.rank)))
+                    .collect::<Int32Array>(),
+            ),
+            "deleted" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| Some(e.deleted))
+                    .collect::<BooleanArray>(),
+            ),
+            other => return Err(format!("{STATE_TABLE} has an unknown column {other}")),
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new(arrow_schema, columns).map_err(|e| e.to_string())
 }
 
 /// One row of `dead_letters`.
@@ -308,7 +359,7 @@ impl LakeState {
                     rank: u8::try_from(ranks.value(i)).unwrap_or(0),
                 };
                 let entry = self.index[t]
-                    .entry(keys.value(i).to_owned())
+                    .entry(Arc::from(keys.value(i)))
                     .or_insert((position, deleted.value(i)));
                 if position > entry.0 {
                     *entry = (position, deleted.value(i));
@@ -457,9 +508,13 @@ impl TableState {
                 .collect::<Result<Vec<_>, _>>()?;
             let batch = arrow_select::concat::concat_batches(&schema, &batches)
                 .map_err(|e| format!("{ident}: {path}: {e}"))?;
-            let keys = row_keys(&batch, &self.key_columns)?;
+            let keys: Vec<Arc<str>> = row_keys(&batch, &self.key_columns)?
+                .into_iter()
+                .map(Arc::from)
+                .collect();
+            let shared: Arc<str> = Arc::from(path.as_str());
             for key in &keys {
-                self.key_file.insert(key.clone(), path.clone());
+                self.key_file.insert(key.clone(), shared.clone());
             }
             self.files.insert(path, FileRows { batch, keys });
         }
@@ -473,12 +528,12 @@ impl TableState {
         &self,
         changed: &HashSet<&str>,
         upserts: RecordBatch,
-        upsert_keys: Vec<String>,
-    ) -> Result<(Vec<String>, RecordBatch, Vec<String>), String> {
+        upsert_keys: Keys,
+    ) -> Result<(Vec<String>, RecordBatch, Keys), String> {
         let schema = upserts.schema();
         let mut removed: Vec<String> = changed
             .iter()
-            .filter_map(|k| self.key_file.get(*k).cloned())
+            .filter_map(|k| self.key_file.get(*k).map(ToString::to_string))
             .collect();
         removed.sort();
         removed.dedup();
@@ -486,11 +541,7 @@ impl TableState {
         let mut keys = Vec::new();
         for path in &removed {
             let file = &self.files[path];
-            let keep: Vec<bool> = file
-                .keys
-                .iter()
-                .map(|k| !changed.contains(k.as_str()))
-                .collect();
+            let keep: Vec<bool> = file.keys.iter().map(|k| !changed.contains(&**k)).collect();
             let kept = arrow_select::filter::filter_record_batch(
                 &file.batch,
                 &BooleanArray::from(keep.clone()),
@@ -513,23 +564,20 @@ impl TableState {
     }
 
     /// After a commit: `removed` are gone, `added` (one file) holds `rows`.
-    pub fn committed(
-        &mut self,
-        removed: &[String],
-        added: Option<(String, RecordBatch, Vec<String>)>,
-    ) {
+    pub fn committed(&mut self, removed: &[String], added: Option<(String, RecordBatch, Keys)>) {
         for path in removed {
             if let Some(file) = self.files.remove(path) {
                 for key in &file.keys {
-                    if self.key_file.get(key) == Some(path) {
+                    if self.key_file.get(key).is_some_and(|p| **p == **path) {
                         self.key_file.remove(key);
                     }
                 }
             }
         }
         if let Some((path, batch, keys)) = added {
+            let shared: Arc<str> = Arc::from(path.as_str());
             for key in &keys {
-                self.key_file.insert(key.clone(), path.clone());
+                self.key_file.insert(key.clone(), shared.clone());
             }
             self.files.insert(path, FileRows { batch, keys });
         }
