@@ -190,8 +190,8 @@ impl Lake {
     /// Write `metadata` (derived from `base`'s) as the next metadata file
     /// and point the catalog at it if it still points at `base`'s: the base
     /// check every commit of the lake layer shares (snapshots, schema
-    /// changes, snapshot expiry). Returns the table as the catalog has it
-    /// after the swap.
+    /// changes, snapshot expiry). Returns the table at that metadata: what
+    /// the catalog points at after the swap.
     pub(super) async fn commit_metadata(
         &self,
         base: &Table,
@@ -199,7 +199,9 @@ impl Lake {
     ) -> Result<Table, CommitError> {
         let swap = write_next(base, metadata).await?;
         self.swap_all(std::slice::from_ref(&swap)).await?;
-        self.load(&swap.0).await
+        let (table, _, location) = swap;
+        table_at(base, metadata.clone(), location)
+            .map_err(|source| CommitError::Iceberg { table, source })
     }
 
     /// Commit several tables' changes ALL OR NOTHING: each is staged against
@@ -229,13 +231,7 @@ impl Lake {
         staged
             .into_iter()
             .map(|(base, metadata, (table, _, location))| {
-                Table::builder()
-                    .file_io(base.file_io().clone())
-                    .identifier(table.clone())
-                    .metadata_location(location)
-                    .metadata(metadata)
-                    .runtime(iceberg::Runtime::current())
-                    .build()
+                table_at(base, metadata, location)
                     .map_err(|source| CommitError::Iceberg { table, source })
             })
             .collect()
@@ -433,6 +429,22 @@ impl Lake {
         .build()?;
         Ok(built.metadata)
     }
+}
+
+/// `base`'s table at `metadata`, stored at `location` (built in memory, not
+/// read back from the catalog).
+pub(super) fn table_at(
+    base: &Table,
+    metadata: TableMetadata,
+    location: String,
+) -> iceberg::Result<Table> {
+    Table::builder()
+        .file_io(base.file_io().clone())
+        .identifier(base.identifier().clone())
+        .metadata_location(location)
+        .metadata(metadata)
+        .runtime(iceberg::Runtime::current())
+        .build()
 }
 
 /// Write `metadata` (derived from `base`'s) as `base`'s next metadata file;

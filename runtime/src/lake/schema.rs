@@ -242,14 +242,8 @@ impl Lake {
             .and_then(TableMetadataBuilder::build)
             .map_err(iceberg)?
             .metadata;
-        let staged = Table::builder()
-            .metadata(evolved)
-            .metadata_location(base.metadata_location_result().map_err(iceberg)?)
-            .identifier(base.identifier().clone())
-            .file_io(base.file_io().clone())
-            .runtime(iceberg::Runtime::current())
-            .build()
-            .map_err(iceberg)?;
+        let location = base.metadata_location_result().map_err(iceberg)?.to_owned();
+        let staged = super::commit::table_at(base, evolved, location).map_err(iceberg)?;
         let marker = Commit::replace(Vec::new(), Vec::new(), 0)
             .with_properties(latest_properties(base, "lossproof."));
         let metadata = self.stage(&staged, marker).await?;

@@ -16,7 +16,7 @@
 //! A stop request (SIGTERM/Ctrl-C through `stop`) is honoured between
 //! batches: a batch whose first record arrived is collected and written.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use iceberg::Catalog as _;
@@ -207,22 +207,12 @@ async fn decode_batch(
     report: &mut Report,
     log: &(dyn Fn(&str) + Sync),
 ) -> BTreeMap<usize, Vec<change_event::RowChange>> {
-    let by_topic: HashMap<&str, &LakeTable> = config
-        .topics
-        .iter()
-        .map(String::as_str)
-        .zip(&config.tables)
-        .collect();
     let mut changes: BTreeMap<usize, Vec<change_event::RowChange>> = BTreeMap::new();
     for message in messages {
-        let Some(table) = by_topic.get(message.topic()) else {
+        // `tables[i]` is the table of `topics[i]`.
+        let Some(index) = config.topics.iter().position(|t| t == message.topic()) else {
             continue;
         };
-        let index = config
-            .tables
-            .iter()
-            .position(|t| t.ident == table.ident)
-            .unwrap_or(0);
         if let Err(e) = schemas.fetch_for(message.key(), message.payload()).await {
             report.errors += 1;
             log(&format!("careless: registry: {e}; skipping the record"));

@@ -208,7 +208,7 @@ pub async fn run(
     };
     let mut assignment = TopicPartitionList::new();
     let mut ends: HashMap<Partition, i64> = HashMap::new();
-    let mut starts: HashMap<Partition, i64> = HashMap::new();
+    let mut short_of_end = Vec::new();
     for element in found.elements() {
         let partition = (element.topic().to_owned(), element.partition());
         let (low, high) = consumer
@@ -235,10 +235,9 @@ pub async fn run(
         assignment
             .add_partition_offset(&partition.0, partition.1, offset)
             .map_err(|e| e.to_string())?;
-        starts.insert(
-            partition.clone(),
-            state.offsets.get(&partition).copied().unwrap_or(low),
-        );
+        if state.offsets.get(&partition).copied().unwrap_or(low) < high {
+            short_of_end.push((partition.0.clone(), partition.1, high));
+        }
         ends.insert(partition, high);
     }
     consumer
@@ -259,14 +258,7 @@ pub async fn run(
         consumer.clone(),
         Schemas::new(config.registry_port),
         (config.batch_max, config.linger),
-        EndTracker {
-            next: starts,
-            ends: if config.until_end {
-                ends.clone()
-            } else {
-                HashMap::new()
-            },
-        },
+        EndTracker(config.until_end.then_some(short_of_end)),
         stop.clone(),
         events,
     )));
@@ -331,29 +323,23 @@ pub async fn run(
     Ok(report)
 }
 
-/// Where the fetch stage is in each partition, and the ends it stops
-/// lingering at (`until_end`: the high watermarks at start; none
-/// otherwise).
-struct EndTracker {
-    next: HashMap<Partition, i64>,
-    ends: HashMap<Partition, i64>,
-}
+/// With `until_end`: the partitions (topic, partition, end) the fetch stage
+/// has not yet read to the end they had at start (their high watermark);
+/// `None` otherwise (batches close by size and linger only).
+struct EndTracker(Option<Vec<(String, i32, i64)>>);
 
 impl EndTracker {
-    /// Note `message` as read; true when every partition is at its end.
+    /// Note `message` as read; true once every partition reached its end.
     fn reached(&mut self, message: &OwnedMessage) -> bool {
-        if self.ends.is_empty() {
+        let Some(short) = &mut self.0 else {
             return false;
-        }
-        if let Some(next) = self
-            .next
-            .get_mut(&(message.topic().to_owned(), message.partition()))
-        {
-            *next = (*next).max(message.offset() + 1);
-        }
-        self.ends
-            .iter()
-            .all(|(p, end)| self.next.get(p).is_some_and(|n| n >= end))
+        };
+        short.retain(|(topic, partition, end)| {
+            !(*partition == message.partition()
+                && message.offset() + 1 >= *end
+                && topic == message.topic())
+        });
+        short.is_empty()
     }
 }
 

@@ -508,7 +508,7 @@ impl TableState {
                 .collect::<Result<Vec<_>, _>>()?;
             let batch = arrow_select::concat::concat_batches(&schema, &batches)
                 .map_err(|e| format!("{ident}: {path}: {e}"))?;
-            let keys: Vec<Arc<str>> = row_keys(&batch, &self.key_columns)?
+            let keys: Keys = row_keys(&batch, &self.key_columns)?
                 .into_iter()
                 .map(Arc::from)
                 .collect();
