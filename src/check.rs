@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::CliResult;
 use crate::scenario;
 
-pub fn run(files: &[PathBuf], strict: bool) -> Result<bool, String> {
+pub fn run(files: &[PathBuf], strict: bool) -> CliResult<bool> {
     let mut failed = 0;
     for file in files {
         let analysis = scenario::analyze(file)?;

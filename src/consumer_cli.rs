@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::CliResult;
 use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_stdlib::consumer::{self, careless, correct};
@@ -20,7 +21,7 @@ pub struct Args<'a> {
     pub auto_commit_ms: u64,
 }
 
-pub fn careless(args: &Args<'_>) -> Result<bool, String> {
+pub fn careless(args: &Args<'_>) -> CliResult<bool> {
     let (stack, ports) = crate::stack_cli::running(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
@@ -33,9 +34,7 @@ pub fn careless(args: &Args<'_>) -> Result<bool, String> {
     );
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
     runtime.block_on(async {
-        let lake = Lake::open(stack.state().root())
-            .await
-            .map_err(|e| e.to_string())?;
+        let lake = Lake::open(stack.state().root()).await?;
         let tables = consumer::ensure_tables(&lake, &namespace, workload).await?;
         let config = careless::Config {
             broker_port: ports.broker,
@@ -93,7 +92,7 @@ pub struct CorrectArgs<'a> {
 /// guess at (the executor reports the seed FAIL with the reason).
 pub const FATAL_EXIT: i32 = 3;
 
-pub fn correct(args: &CorrectArgs<'_>) -> Result<bool, String> {
+pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
     let (stack, ports) = crate::stack_cli::running(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
@@ -141,6 +140,6 @@ pub fn correct(args: &CorrectArgs<'_>) -> Result<bool, String> {
             eprintln!("fatal: {fatal}");
             std::process::exit(FATAL_EXIT);
         }
-        Err(other) => Err(other.to_string()),
+        Err(other) => Err(other.into()),
     }
 }

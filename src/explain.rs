@@ -8,9 +8,10 @@ use lossproof_lang::plan::{Phase, Plan, SettingValue, show_ms};
 use lossproof_lang::render::location;
 use lossproof_lang::{Analysis, Timeline};
 
+use crate::CliResult;
 use crate::scenario;
 
-pub fn run(file: &Path, seed: u64, json: bool) -> Result<bool, String> {
+pub fn run(file: &Path, seed: u64, json: bool) -> CliResult<bool> {
     let analysis = scenario::analyze(file)?;
     scenario::print_diagnostics(&analysis);
     let Some(plan) = &analysis.plan else {
@@ -20,7 +21,8 @@ pub fn run(file: &Path, seed: u64, json: bool) -> Result<bool, String> {
         return Err(format!(
             "`{}` has no phase to run (a file of fragments only?)",
             file.display()
-        ));
+        )
+        .into());
     }
     let timeline = plan.timeline(seed);
     if json {

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use lossproof_lang::{Parser, format};
 
+use crate::CliResult;
 use crate::scenario;
 
-pub fn run(files: &[PathBuf], check: bool) -> Result<bool, String> {
+pub fn run(files: &[PathBuf], check: bool) -> CliResult<bool> {
     let mut ok = true;
     for file in files {
         let text = scenario::read(file)?;

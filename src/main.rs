@@ -1,8 +1,6 @@
 //! `lossproof`: counts which faults corrupt a CDC lake, by how much, and
 //! which are harmless.
 
-mod bench_cli;
-mod bench_reconcile;
 mod check;
 mod consumer_cli;
 mod explain;
@@ -105,6 +103,19 @@ enum Command {
         /// `7`, `1..50` or `1,4,9`.
         #[arg(long, default_value = "1")]
         seeds: String,
+        /// Run only the K-th of N shares of the seeds (`K/N` or nextest's
+        /// `count:K/N`): N machines each run one share, `lossproof report`
+        /// merges their records.
+        #[arg(long, value_name = "K/N")]
+        partition: Option<String>,
+        /// Multiply every duration of the scenario's timeline by F (0.1: a
+        /// smoke run in a tenth of the time; drain limits and settings stay).
+        #[arg(long, value_name = "F", default_value_t = 1.0)]
+        time_scale: f64,
+        /// Seeds run at once on the one stack, each isolated (its own
+        /// source database, connector, slot, topics, groups, namespaces).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        jobs: usize,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
         /// Consumers under test [default: the scenario's].
@@ -113,15 +124,18 @@ enum Command {
         /// Keep a failed seed's lake and write its diff.
         #[arg(long)]
         keep: bool,
-        /// Where to write the run record [default: <state>/runs/<run id>.json].
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Also write JUnit XML (one test case per seed and assertion).
-        #[arg(long)]
-        junit: Option<PathBuf>,
-        /// Also write an HTML report (wrong rows per seed, the worst seed's faults over time).
-        #[arg(long)]
-        html: Option<PathBuf>,
+        #[command(flatten)]
+        outputs: OutputArgs,
+    },
+    /// Merge run records (shards of one run, or runs of the same scenario
+    /// and consumers) into one distribution; print it and write the merged
+    /// record, JUnit XML and HTML. Exit 0 all PASS, 1 any FAIL, 2 any INVALID.
+    Report {
+        /// Run records written by `lossproof run`.
+        #[arg(required = true)]
+        records: Vec<PathBuf>,
+        #[command(flatten)]
+        outputs: OutputArgs,
     },
     /// Run one seed of a recorded run again (same scenario file, same consumers).
     Replay {
@@ -152,11 +166,6 @@ enum Command {
         /// How long the gate waits for the stream and consumers to drain.
         #[arg(long, default_value_t = 60)]
         wait_s: u64,
-    },
-    /// Print performance figures measured on the running local stack.
-    Bench {
-        #[command(subcommand)]
-        what: BenchWhat,
     },
     /// Run the language server over stdio (for editors).
     Lsp {
@@ -201,37 +210,29 @@ fn without_error_backtraces() {
     eprintln!("note: could not re-execute without error backtraces: {error}");
 }
 
-#[derive(Subcommand)]
-enum BenchWhat {
-    /// The correct and careless consumers' apply rates (records/s, topic to
-    /// committed Iceberg) next to a raw rdkafka read of the same topics.
-    Consumer {
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// Seconds of workload that fill the topics.
-        #[arg(long, default_value_t = 20)]
-        seconds: u64,
-        /// Workload operations per second.
-        #[arg(long, default_value_t = 1000)]
-        rate: u64,
-        /// Records per batch at most (both consumers; repeat for several
-        /// sizes: 500 is what `run` uses on a live stream, 10,000 a
-        /// consumer catching up a backlog).
-        #[arg(long = "batch", default_values_t = [500, 10_000])]
-        batches: Vec<usize>,
-    },
-    /// The reconciler's rate (rows/s) over a source table and a lake table
-    /// with 1% differences, next to reladiff and the raw read cost.
-    Reconcile {
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// Source rows (repeat for several sizes).
-        #[arg(long = "rows", default_values_t = [1_000_000])]
-        rows: Vec<u64>,
-        /// Skip the reladiff reference (PyPI, installed into ~/.cache/lossproof/venv-reladiff).
-        #[arg(long)]
-        no_reladiff: bool,
-    },
+/// Where `run` and `report` write what they found.
+#[derive(clap::Args)]
+struct OutputArgs {
+    /// Where to write the run record [`run`'s default: <state>/runs/<run id>.json].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write JUnit XML (one test case per seed and assertion).
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Also write an HTML report (damage by kind per seed, the distribution,
+    /// the worst seed's faults over time and sample diff rows).
+    #[arg(long)]
+    html: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    fn paths(&self) -> run_cli::Outputs<'_> {
+        run_cli::Outputs {
+            record: self.out.as_deref(),
+            junit: self.junit.as_deref(),
+            html: self.html.as_deref(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -293,21 +294,10 @@ enum ConsumerKind {
     },
 }
 
-fn bench(what: BenchWhat) -> Result<bool, String> {
-    match what {
-        BenchWhat::Consumer {
-            state,
-            seconds,
-            rate,
-            batches,
-        } => bench_cli::consumers(&state, seconds, rate, &batches),
-        BenchWhat::Reconcile {
-            state,
-            rows,
-            no_reladiff,
-        } => bench_reconcile::reconcile(&state, &rows, !no_reladiff),
-    }
-}
+/// What a command returns: `Ok(true)` success, `Ok(false)` a negative
+/// result (exit 1), `Err` it could not do its work (exit 2). The library
+/// crates' errors are typed; the CLI only prints them.
+pub type CliResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 #[allow(clippy::too_many_lines)] // one arm per command
 fn main() -> ExitCode {
@@ -317,10 +307,10 @@ fn main() -> ExitCode {
         Command::Check { files, strict } => check::run(&files, strict),
         Command::Explain { file, seed, json } => explain::run(&file, seed, json),
         Command::Fmt { files, check } => fmt::run(&files, check),
-        Command::Lsp { stdio: _ } => lsp::run(),
+        Command::Lsp { stdio: _ } => lsp::run().map_err(Into::into),
         Command::Registry { listen, state } => lossproof_registry::main_entry(listen, &state)
             .map(|()| true)
-            .map_err(|e| e.to_string()),
+            .map_err(Into::into),
         Command::Up { state } => stack_cli::up(&state),
         Command::Down { state, purge } => stack_cli::down(&state, purge),
         Command::Status {
@@ -375,26 +365,28 @@ fn main() -> ExitCode {
                 .or_else(|| std::env::var("LOSSPROOF_FAILPOINT").ok())
                 .as_deref(),
         }),
-        Command::Bench { what } => bench(what),
         Command::Run {
             file,
             seeds,
+            partition,
+            time_scale,
+            jobs,
             state,
             consumers,
             keep,
-            out,
-            junit,
-            html,
+            outputs,
         } => run_cli::run(&run_cli::Args {
             file: &file,
             seeds: &seeds,
+            partition: partition.as_deref(),
+            time_scale,
+            jobs,
             state: &state,
             consumers: consumers.as_deref(),
             keep,
-            out: out.as_deref(),
-            junit: junit.as_deref(),
-            html: html.as_deref(),
+            outputs: outputs.paths(),
         }),
+        Command::Report { records, outputs } => run_cli::report(&records, &outputs.paths()),
         Command::Replay {
             record,
             seed,

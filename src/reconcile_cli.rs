@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::CliResult;
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
 use lossproof_runtime::{ConnectClient, Lake};
@@ -19,27 +20,27 @@ pub struct Args<'a> {
 
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
 /// (exit 2) when the run is INVALID.
-pub fn run(args: &Args<'_>) -> Result<bool, String> {
+pub fn run(args: &Args<'_>) -> CliResult<bool> {
     let (stack, ports) = crate::stack_cli::running(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
-    let names = CaptureNames::for_run(args.run);
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
     runtime.block_on(async {
-        let source = lossproof_runtime::postgres::connect(
-            ports.source_postgres,
-            lossproof_runtime::stack::SOURCE_DATABASE,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        // A seed of `lossproof run` captures a database of its own (kept
+        // with `--keep`); a run set up by hand, the stack's shared one.
+        let mut names = CaptureNames::for_run(args.run);
+        let own = names.clone().in_own_database();
+        if lossproof_runtime::postgres::database_exists(ports.source_postgres, &own.database)
+            .await?
+        {
+            names = own;
+        }
+        let source =
+            lossproof_runtime::postgres::connect(ports.source_postgres, &names.database).await?;
         // What the source holds now is what the lake must hold once drained.
-        let final_lsn = debezium::current_lsn(&source)
-            .await
-            .map_err(|e| e.to_string())?;
+        let final_lsn = debezium::current_lsn(&source).await?;
         let positions = consumer::positions(args.consumers, &names, workload);
         let connect = ConnectClient::new(ports.connect);
-        let lake = Lake::open(stack.state().root())
-            .await
-            .map_err(|e| e.to_string())?;
+        let lake = Lake::open(stack.state().root()).await?;
         if let Err(invalid) = gate::wait_scoreable(
             &connect,
             &names,
@@ -52,7 +53,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         )
         .await
         {
-            return Err(format!("INVALID: {invalid} — not scored"));
+            return Err(format!("INVALID: {invalid} — not scored").into());
         }
         let lakes = consumer::lakes(args.consumers, &names);
         let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
@@ -97,8 +98,10 @@ fn print_summary(scored: &Reconciliation) {
 }
 
 /// The diff as Parquet, CSV or JSON, by the file's extension.
-fn write_diff(scored: &Reconciliation, out: &Path) -> Result<(), String> {
-    let fail = |e: &dyn std::fmt::Display| format!("write {}: {e}", out.display());
+fn write_diff(scored: &Reconciliation, out: &Path) -> CliResult<()> {
+    let fail = |e: &dyn std::fmt::Display| -> Box<dyn std::error::Error + Send + Sync> {
+        format!("write {}: {e}", out.display()).into()
+    };
     let extension = out.extension().and_then(|e| e.to_str()).unwrap_or_default();
     match extension {
         "json" => {
@@ -122,6 +125,7 @@ fn write_diff(scored: &Reconciliation, out: &Path) -> Result<(), String> {
         _ => Err(format!(
             "{}: write the diff as .parquet, .csv or .json (by the file's extension)",
             out.display()
-        )),
+        )
+        .into()),
     }
 }

@@ -1,12 +1,44 @@
-//! `lossproof run … --html FILE`: one self-contained HTML page (inline SVG,
-//! no scripts, no network) with the wrong rows per seed per consumer and the
-//! fault timeline of one seed (the worst, or `--html-seed`).
+//! `lossproof run … --html FILE` and `lossproof report … --html FILE`: one
+//! self-contained page (inline SVG and CSS; no script, no network), per
+//! consumer side by side:
+//!
+//! - damage by kind per seed (stacked bars, one colour per diff kind);
+//! - the distribution over seeds (a CDF: it still reads at 500 seeds);
+//! - the faults of the worst seed over time (each with its name, `.lp` place
+//!   and outcome on hover), under the workload's operations per second;
+//! - sample diff rows of the worst seed, source and lake side by side, the
+//!   columns that differ marked;
+//! - every seed in a table.
+//!
+//! Legends and labels are HTML next to the charts, never SVG text that a
+//! chart's edge can cut.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use lossproof_stdlib::run::{SeedRecord, Verdict};
+use lossproof_runtime::reconcile::{DiffKind, DiffRow};
+use lossproof_stdlib::run::{RunRecord, SeedRecord, Verdict};
 
-const COLORS: [&str; 4] = ["#c0392b", "#2471a3", "#1e8449", "#7d3c98"];
+/// One colour per diff kind, in `DiffKind::ALL` order.
+const KIND_COLORS: [&str; 6] = [
+    "#c0392b", "#8e44ad", "#d68910", "#2471a3", "#117a65", "#7f8c8d",
+];
+const CHART_W: f64 = 520.0;
+const CHART_H: f64 = 220.0;
+/// Room for the y axis' labels, and under the x axis.
+const LEFT: f64 = 56.0;
+const BOTTOM: f64 = 36.0;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
+h1{margin-bottom:.2em}h2{margin-top:1.6em}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right;vertical-align:top}\
+th{background:#f4f6f7}td.l,th.l{text-align:left}\
+.side{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1.5em}\
+.legend span{display:inline-block;margin-right:1em;white-space:nowrap}\
+.legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}\
+svg text{font-size:11px;fill:#333}.axis{stroke:#333}.grid{stroke:#ddd}\
+td.diff{background:#fadbd8;font-weight:bold}code{font-size:90%}\
+.pass{color:#1e8449}.fail{color:#c0392b}.invalid{color:#7f8c8d}";
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -15,116 +47,526 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The page for a run of `scenario`.
-pub fn page(
-    scenario: &str,
-    run_id: &str,
-    consumers: &[String],
-    results: &[SeedRecord],
-    timeline_seed: Option<u64>,
-) -> String {
+/// The page for a run (or a merged report) of `record`.
+#[must_use]
+pub fn page(record: &RunRecord) -> String {
+    let results = &record.results;
+    let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
     let mut html = String::new();
     let _ = write!(
         html,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>lossproof: {s}</title>\
-         <style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:right}}text{{font-size:11px}}</style></head><body>\
-         <h1>{s}</h1><p>run {r}: {n} seeds, consumers {c}</p>",
-        s = esc(scenario),
-        r = esc(run_id),
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>lossproof: {s}</title><style>{STYLE}</style></head><body>\
+         <h1>{s}</h1><p>run <code>{r}</code>: {n} seeds{scale}, consumers {c}: \
+         <span class=\"pass\">{p} PASS</span>, <span class=\"fail\">{f} FAIL</span>, \
+         <span class=\"invalid\">{i} INVALID</span></p>",
+        s = esc(&record.scenario),
+        r = esc(&record.run_id),
         n = results.len(),
-        c = esc(&consumers.join(", "))
+        scale = if (record.time_scale - 1.0).abs() > f64::EPSILON {
+            format!(" at time scale {}", record.time_scale)
+        } else {
+            String::new()
+        },
+        c = esc(&record.consumers.join(", ")),
+        p = count(Verdict::Pass),
+        f = count(Verdict::Fail),
+        i = count(Verdict::Invalid),
     );
-    html.push_str(&wrong_rows_chart(consumers, results));
-    html.push_str(&seed_table(consumers, results));
-    let chosen = timeline_seed
-        .and_then(|s| results.iter().find(|r| r.seed == s))
-        .or_else(|| {
-            results
-                .iter()
-                .max_by_key(|r| r.wrong_rows.values().sum::<u64>())
-        });
-    if let Some(seed) = chosen {
-        html.push_str(&fault_timeline(seed));
+    html.push_str(&summary_table(&record.consumers, results));
+    html.push_str("<h2>Damage by kind, per seed</h2>");
+    html.push_str(&kind_legend());
+    html.push_str("<div class=\"side\">");
+    for consumer in &record.consumers {
+        html.push_str(&damage_chart(consumer, results));
     }
+    html.push_str("</div><h2>Distribution over seeds</h2><div class=\"side\">");
+    for consumer in &record.consumers {
+        html.push_str(&distribution_chart(consumer, results));
+    }
+    html.push_str("</div>");
+    if let Some(worst) = worst_seed(results) {
+        html.push_str(&fault_timeline(worst));
+        html.push_str(&samples(&record.consumers, worst));
+    }
+    html.push_str(&seed_table(&record.consumers, results));
     html.push_str("</body></html>\n");
     html
 }
 
-/// Bars: wrong rows per seed, one colour per consumer; INVALID seeds marked.
-fn wrong_rows_chart(consumers: &[String], results: &[SeedRecord]) -> String {
+/// The scored seed with the most wrong rows over all consumers (the first
+/// of equals), else the first seed.
+fn worst_seed(results: &[SeedRecord]) -> Option<&SeedRecord> {
+    results
+        .iter()
+        .rev()
+        .max_by_key(|r| r.wrong_rows.values().sum::<u64>())
+}
+
+/// Wrong rows per kind of one consumer in one seed (over its tables).
+fn kinds_of(seed: &SeedRecord, consumer: &str) -> BTreeMap<DiffKind, u64> {
+    let mut out = BTreeMap::new();
+    for s in seed.summary.iter().filter(|s| s.consumer == consumer) {
+        for (kind, n) in &s.counts.by_kind {
+            *out.entry(*kind).or_insert(0) += n;
+        }
+    }
+    out
+}
+
+fn kind_legend() -> String {
+    let mut html = String::from("<p class=\"legend\">");
+    for (kind, color) in DiffKind::ALL.iter().zip(KIND_COLORS) {
+        let _ = write!(
+            html,
+            "<span><i style=\"background:{color}\"></i>{}</span>",
+            kind.as_str()
+        );
+    }
+    html.push_str("<span><i style=\"background:#eee;border:1px solid #999\"></i>INVALID (not scored)</span></p>");
+    html
+}
+
+/// Per consumer: scored seeds, damaged seeds, min / median / p90 / max.
+fn summary_table(consumers: &[String], results: &[SeedRecord]) -> String {
+    let mut t = String::from(
+        "<table><tr><th class=\"l\">consumer</th><th>scored seeds</th><th>damaged</th>\
+         <th>min</th><th>median</th><th>p90</th><th>max</th><th class=\"l\">worst seed</th></tr>",
+    );
+    for consumer in consumers {
+        let mut scored: Vec<(u64, u64)> = results
+            .iter()
+            .filter_map(|r| r.wrong_rows.get(consumer).map(|n| (*n, r.seed)))
+            .collect();
+        scored.sort_unstable();
+        let _ = write!(t, "<tr><td class=\"l\">{}</td>", esc(consumer));
+        if scored.is_empty() {
+            t.push_str("<td>0</td><td colspan=\"6\" class=\"l\">no seed was scored</td></tr>");
+            continue;
+        }
+        let at = |q: f64| {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let i = ((scored.len() - 1) as f64 * q).round() as usize;
+            scored[i].0
+        };
+        let damaged = scored.iter().filter(|(n, _)| *n > 0).count();
+        let (worst, seed) = scored[scored.len() - 1];
+        let _ = write!(
+            t,
+            "<td>{}</td><td>{damaged}</td><td>{}</td><td>{}</td><td>{}</td><td>{worst}</td><td class=\"l\">{}</td></tr>",
+            scored.len(),
+            at(0.0),
+            at(0.5),
+            at(0.9),
+            if worst > 0 {
+                format!("seed {seed}")
+            } else {
+                "-".into()
+            }
+        );
+    }
+    t.push_str("</table>");
+    t
+}
+
+/// Axes with `ticks` labelled values on y (0 to `max`), in chart space.
+fn axes(svg: &mut String, max: u64, y_label: &str, x_label: &str) {
+    let base = CHART_H - BOTTOM;
+    for k in 0..=4u32 {
+        let y = base - f64::from(k) / 4.0 * (base - 10.0);
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let value = (max as f64 * f64::from(k) / 4.0).round() as u64;
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{CHART_W}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{value}</text>",
+            LEFT - 4.0,
+            y + 4.0
+        );
+    }
+    let _ = write!(
+        svg,
+        "<line class=\"axis\" x1=\"{LEFT}\" x2=\"{CHART_W}\" y1=\"{base}\" y2=\"{base}\"/>\
+         <line class=\"axis\" x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"10\" y2=\"{base}\"/>\
+         <text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\">{}</text>\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        base / 2.0,
+        base / 2.0,
+        esc(y_label),
+        LEFT + (CHART_W - LEFT) / 2.0,
+        CHART_H - 4.0,
+        esc(x_label)
+    );
+}
+
+/// Stacked bars: one per seed, wrong rows by kind; INVALID seeds grey.
+fn damage_chart(consumer: &str, results: &[SeedRecord]) -> String {
+    let base = CHART_H - BOTTOM;
     let max = results
         .iter()
-        .flat_map(|r| r.wrong_rows.values())
+        .filter_map(|r| r.wrong_rows.get(consumer))
         .copied()
         .max()
         .unwrap_or(0)
         .max(1);
-    let group = 14 * consumers.len().max(1) + 10;
-    let width = 60 + group * results.len().max(1);
-    let (height, top, base) = (260, 20, 220);
+    #[allow(clippy::cast_precision_loss)]
+    let slot = (CHART_W - LEFT - 4.0) / results.len().max(1) as f64;
+    let bar = (slot * 0.8).max(1.0);
     let mut svg = format!(
-        "<h2>Wrong rows per seed</h2><svg width=\"{width}\" height=\"{height}\" role=\"img\">\
-         <line x1=\"50\" y1=\"{base}\" x2=\"{width}\" y2=\"{base}\" stroke=\"#333\"/>\
-         <text x=\"5\" y=\"{top}\">{max}</text><text x=\"5\" y=\"{base}\">0</text>"
+        "<figure><figcaption><b>{}</b></figcaption><svg viewBox=\"0 0 {CHART_W} {CHART_H}\" width=\"{CHART_W}\" height=\"{CHART_H}\" role=\"img\" aria-label=\"wrong rows by kind per seed, {}\">",
+        esc(consumer),
+        esc(consumer)
     );
+    axes(&mut svg, max, "wrong rows", "seed");
+    // Seed labels: all of them when they fit, else about 10.
+    let every = (results.len() / 10).max(1);
     for (i, r) in results.iter().enumerate() {
-        let x0 = 55 + i * group;
-        if r.verdict == Verdict::Invalid {
+        #[allow(clippy::cast_precision_loss)]
+        let x = LEFT + 2.0 + slot * i as f64 + (slot - bar) / 2.0;
+        if i % every == 0 {
             let _ = write!(
                 svg,
-                "<text x=\"{x0}\" y=\"{}\" fill=\"#888\">INVALID</text>",
-                base - 5
-            );
-        }
-        for (j, consumer) in consumers.iter().enumerate() {
-            let Some(n) = r.wrong_rows.get(consumer) else {
-                continue;
-            };
-            let h = (*n as f64 / max as f64 * f64::from(base - top)) as usize;
-            let _ = write!(
-                svg,
-                "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"{h}\" fill=\"{}\"><title>seed {}: {consumer} {n} wrong rows</title></rect>",
-                x0 + j * 14,
-                base as usize - h,
-                COLORS[j % COLORS.len()],
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x + bar / 2.0,
+                base + 13.0,
                 r.seed
             );
         }
-        let _ = write!(
-            svg,
-            "<text x=\"{x0}\" y=\"{}\">{}</text>",
-            base + 15,
-            r.seed
-        );
+        let Some(total) = r.wrong_rows.get(consumer) else {
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.1}\" y=\"10\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"#eee\"><title>seed {}: {:?} (not scored){}</title></rect>",
+                base - 10.0,
+                r.seed,
+                r.verdict,
+                r.reason
+                    .as_deref()
+                    .map(|why| format!(": {}", esc(why)))
+                    .unwrap_or_default()
+            );
+            continue;
+        };
+        let mut y = base;
+        for (kind, color) in DiffKind::ALL.iter().zip(KIND_COLORS) {
+            let n = kinds_of(r, consumer).get(kind).copied().unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            #[allow(clippy::cast_precision_loss)]
+            let h = n as f64 / max as f64 * (base - 10.0);
+            y -= h;
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\" fill=\"{color}\"><title>seed {}: {n} {} of {total} wrong rows</title></rect>",
+                r.seed,
+                kind.as_str()
+            );
+        }
     }
-    for (j, consumer) in consumers.iter().enumerate() {
-        let _ = write!(
-            svg,
-            "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
-            60 + j * 110,
-            height - 12,
-            COLORS[j % COLORS.len()],
-            74 + j * 110,
-            height - 3,
-            esc(consumer)
-        );
-    }
-    svg.push_str("</svg>");
+    svg.push_str("</svg></figure>");
     svg
 }
 
+/// The empirical CDF of wrong rows over the scored seeds: at x wrong rows,
+/// the share of seeds with at most x.
+fn distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
+    let base = CHART_H - BOTTOM;
+    let mut values: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.wrong_rows.get(consumer).copied())
+        .collect();
+    values.sort_unstable();
+    let mut svg = format!(
+        "<figure><figcaption><b>{}</b>: share of {} scored seeds with at most x wrong rows</figcaption>\
+         <svg viewBox=\"0 0 {CHART_W} {CHART_H}\" width=\"{CHART_W}\" height=\"{CHART_H}\" role=\"img\" aria-label=\"distribution of wrong rows, {}\">",
+        esc(consumer),
+        values.len(),
+        esc(consumer)
+    );
+    let max = values.last().copied().unwrap_or(0).max(1);
+    // y: 0 to 100 %, labelled like the other charts' axes.
+    axes(&mut svg, 100, "% of seeds", "wrong rows");
+    for k in 0..=4u32 {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let value = (max as f64 * f64::from(k) / 4.0).round() as u64;
+        let x = LEFT + f64::from(k) / 4.0 * (CHART_W - LEFT - 10.0);
+        let _ = write!(
+            svg,
+            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{value}</text>",
+            base + 13.0
+        );
+    }
+    if values.is_empty() {
+        svg.push_str("</svg></figure>");
+        return svg;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let point = |v: u64, share: f64| {
+        (
+            LEFT + v as f64 / max as f64 * (CHART_W - LEFT - 10.0),
+            base - share * (base - 10.0),
+        )
+    };
+    let mut path = String::new();
+    let (x0, y0) = point(0, 0.0);
+    let _ = write!(path, "M{x0:.1},{y0:.1}");
+    #[allow(clippy::cast_precision_loss)]
+    let n = values.len() as f64;
+    for (i, v) in values.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let (before, after) = (i as f64 / n, (i + 1) as f64 / n);
+        let (x, y) = point(*v, before);
+        let (_, y2) = point(*v, after);
+        let _ = write!(path, " L{x:.1},{y:.1} L{x:.1},{y2:.1}");
+    }
+    let (x_end, y_end) = point(max, 1.0);
+    let _ = write!(path, " L{x_end:.1},{y_end:.1}");
+    let median = values[values.len() / 2];
+    let _ = write!(
+        svg,
+        "<path d=\"{path}\" fill=\"none\" stroke=\"#2471a3\" stroke-width=\"2\"><title>{consumer}: min {} median {median} max {}</title></path></svg></figure>",
+        values[0],
+        values[values.len() - 1],
+        consumer = esc(consumer)
+    );
+    svg
+}
+
+/// One seed on a time axis: its load, the workload's operations per second,
+/// every fault where it fired (hollow where it was planned and did not
+/// fire), and a table of its actions with their `.lp` places.
+fn fault_timeline(seed: &SeedRecord) -> String {
+    let total = seed.timings.total_ms.max(1);
+    let width = 900.0;
+    #[allow(clippy::cast_precision_loss)]
+    let x = |ms: u64| LEFT + ms as f64 / total as f64 * width;
+    #[allow(clippy::cast_precision_loss)]
+    let secs = |ms: u64| ms as f64 / 1000.0;
+    let mut svg = format!(
+        "<h2>Seed {}: faults over time</h2><p>The seed with the most wrong rows. Hover a mark for the \
+         fault, its place in the scenario and what it did.</p>\
+         <svg viewBox=\"0 0 {w:.0} 130\" width=\"{w:.0}\" height=\"130\" role=\"img\" aria-label=\"faults over time\">\
+         <rect x=\"{LEFT}\" y=\"45\" width=\"{:.1}\" height=\"30\" fill=\"#d6eaf8\"><title>load: {:.1}s</title></rect>\
+         <line class=\"axis\" x1=\"{LEFT}\" y1=\"75\" x2=\"{:.1}\" y2=\"75\"/>",
+        seed.seed,
+        x(seed.timings.load_ms) - LEFT,
+        secs(seed.timings.load_ms),
+        LEFT + width,
+        w = width + LEFT + 40.0
+    );
+    for k in 0..=5u32 {
+        let ms = total * u64::from(k) / 5;
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"92\" text-anchor=\"middle\">{:.0}s</text>",
+            x(ms),
+            secs(ms)
+        );
+    }
+    for f in &seed.faults {
+        let at = f.fired_ms.unwrap_or(f.planned_ms);
+        let fill = if f.fired { "#c0392b" } else { "white" };
+        let _ = write!(
+            svg,
+            "<circle cx=\"{:.1}\" cy=\"60\" r=\"5\" fill=\"{fill}\" stroke=\"#c0392b\"><title>{} ({})\n+{:.1}s: {}</title></circle>",
+            x(at),
+            esc(&f.text),
+            esc(&f.location),
+            secs(at),
+            esc(&f.outcome)
+        );
+    }
+    let peak = seed
+        .ops_per_second
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    #[allow(clippy::cast_precision_loss)]
+    let points: Vec<String> = seed
+        .ops_per_second
+        .iter()
+        .enumerate()
+        .map(|(s, n)| {
+            format!(
+                "{:.1},{:.1}",
+                x(s as u64 * 1000 + 500),
+                42.0 - *n as f64 / peak as f64 * 30.0
+            )
+        })
+        .collect();
+    if !points.is_empty() {
+        let _ = write!(
+            svg,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"#2471a3\"><title>operations per second the source accepted (peak {peak})</title></polyline>",
+            points.join(" ")
+        );
+    }
+    svg.push_str("</svg>");
+    let _ = write!(
+        svg,
+        "<p class=\"legend\"><span><i style=\"background:#d6eaf8\"></i>load ({:.0}s)</span>\
+         <span><i style=\"background:#2471a3\"></i>operations/s (peak {peak})</span>\
+         <span><i style=\"background:#c0392b\"></i>fault fired</span>\
+         <span><i style=\"background:white;border:1px solid #c0392b\"></i>planned, not fired</span></p>",
+        secs(seed.timings.load_ms)
+    );
+    // The actions, once each: where written, how often planned and fired.
+    let mut actions: BTreeMap<usize, (&str, &str, usize, usize)> = BTreeMap::new();
+    for f in &seed.faults {
+        let entry = actions
+            .entry(f.action)
+            .or_insert((f.text.as_str(), f.location.as_str(), 0, 0));
+        entry.2 += 1;
+        entry.3 += usize::from(f.fired);
+    }
+    svg.push_str(
+        "<table><tr><th class=\"l\">fault</th><th class=\"l\">written at</th><th>planned</th><th>fired</th></tr>",
+    );
+    for (text, location, planned, fired) in actions.values() {
+        let _ = write!(
+            svg,
+            "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td>{planned}</td><td>{fired}</td></tr>",
+            esc(text),
+            esc(location)
+        );
+    }
+    svg.push_str("</table>");
+    svg
+}
+
+/// `name=value, …` (a canonical row) as (name, value) pairs; a `, ` inside
+/// a quoted value does not split it.
+fn columns(row: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (mut current, mut quoted, mut escaped) = (String::new(), false, false);
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            quoted = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            quoted = true;
+        } else if c == ',' && chars.peek() == Some(&' ') {
+            chars.next();
+            out.push(std::mem::take(&mut current));
+            continue;
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => (String::new(), pair),
+        })
+        .collect()
+}
+
+/// The worst seed's sample diff rows per consumer: key and kind, then each
+/// column's source and lake value, the columns that differ marked.
+fn samples(consumers: &[String], seed: &SeedRecord) -> String {
+    let mut html = format!(
+        "<h2>Seed {}: what the damage looks like</h2><p>A few diff rows per consumer (of every kind \
+         found). Columns whose source and lake values differ are marked.</p><div class=\"side\">",
+        seed.seed
+    );
+    for consumer in consumers {
+        let rows: Vec<&DiffRow> = seed
+            .samples
+            .iter()
+            .filter(|r| &r.consumer == consumer)
+            .collect();
+        let _ = write!(html, "<div><b>{}</b>", esc(consumer));
+        if rows.is_empty() {
+            html.push_str(if seed.wrong_rows.get(consumer).is_some_and(|n| *n > 0) {
+                "<p>(no sample in this record)</p>"
+            } else {
+                "<p>no wrong rows</p>"
+            });
+            html.push_str("</div>");
+            continue;
+        }
+        html.push_str(
+            "<table><tr><th class=\"l\">table</th><th class=\"l\">key</th><th class=\"l\">kind</th>\
+             <th class=\"l\">column</th><th class=\"l\">source</th><th class=\"l\">lake</th></tr>",
+        );
+        for row in rows {
+            let source = row.source.as_deref().map(columns).unwrap_or_default();
+            let lake = row.lake.as_deref().map(columns).unwrap_or_default();
+            let mut names: Vec<&str> = source.iter().map(|(n, _)| n.as_str()).collect();
+            for (n, _) in &lake {
+                if !names.contains(&n.as_str()) {
+                    names.push(n);
+                }
+            }
+            let value = |side: &[(String, String)], name: &str| {
+                side.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+            };
+            let span = names.len().max(1);
+            let _ = write!(
+                html,
+                "<tr><td class=\"l\" rowspan=\"{span}\">{}</td><td class=\"l\" rowspan=\"{span}\"><code>{}</code></td><td class=\"l\" rowspan=\"{span}\">{}</td>",
+                esc(&row.table),
+                esc(&row.key),
+                row.kind.as_str()
+            );
+            if names.is_empty() {
+                html.push_str("<td></td><td></td><td></td></tr>");
+                continue;
+            }
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    html.push_str("<tr>");
+                }
+                let (s, l) = (value(&source, name), value(&lake, name));
+                let class = if s == l { "l" } else { "l diff" };
+                let show = |v: Option<String>| v.map_or_else(|| "—".to_owned(), |v| esc(&v));
+                let _ = write!(
+                    html,
+                    "<td class=\"l\"><code>{}</code></td><td class=\"{class}\"><code>{}</code></td><td class=\"{class}\"><code>{}</code></td></tr>",
+                    esc(name),
+                    show(s),
+                    show(l)
+                );
+            }
+        }
+        html.push_str("</table></div>");
+    }
+    html.push_str("</div>");
+    html
+}
+
 fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
-    let mut t =
-        String::from("<h2>Seeds</h2><table><tr><th>seed</th><th>verdict</th><th>faults fired</th>");
+    let mut t = String::from(
+        "<h2>Seeds</h2><table><tr><th>seed</th><th class=\"l\">verdict</th><th>faults fired</th>",
+    );
     for c in consumers {
         let _ = write!(t, "<th>{} wrong rows</th>", esc(c));
     }
-    t.push_str("<th>reason</th></tr>");
+    t.push_str("<th class=\"l\">reason</th></tr>");
     for r in results {
+        let class = match r.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Invalid => "invalid",
+        };
         let _ = write!(
             t,
-            "<tr><td>{}</td><td>{:?}</td><td>{}/{}</td>",
+            "<tr><td>{}</td><td class=\"l {class}\">{:?}</td><td>{}/{}</td>",
             r.seed,
             r.verdict,
             r.faults.iter().filter(|f| f.fired).count(),
@@ -139,7 +581,7 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
         }
         let _ = write!(
             t,
-            "<td style=\"text-align:left\">{}</td></tr>",
+            "<td class=\"l\">{}</td></tr>",
             esc(r.reason.as_deref().unwrap_or(""))
         );
     }
@@ -147,73 +589,21 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
     t
 }
 
-/// One seed on a time axis: the workload's operations per second, the load
-/// phase, every fault where it fired (or, hollow, where it was planned and
-/// did not fire), the drain.
-fn fault_timeline(seed: &SeedRecord) -> String {
-    let total = seed.timings.total_ms.max(1) as f64;
-    let width = 900.0;
-    let x = |ms: u64| 40.0 + ms as f64 / total * width;
-    let mut svg = format!(
-        "<h2>Seed {}: faults over time</h2><svg width=\"{}\" height=\"120\" role=\"img\">\
-         <rect x=\"40\" y=\"40\" width=\"{:.1}\" height=\"30\" fill=\"#d6eaf8\"><title>load</title></rect>\
-         <text x=\"40\" y=\"35\">load {:.0}s</text><text x=\"{:.1}\" y=\"35\">drain + score {:.0}s</text>\
-         <line x1=\"40\" y1=\"70\" x2=\"{:.1}\" y2=\"70\" stroke=\"#333\"/>",
-        seed.seed,
-        width + 80.0,
-        x(seed.timings.load_ms) - 40.0,
-        seed.timings.load_ms as f64 / 1000.0,
-        x(seed.timings.load_ms) + 4.0,
-        (seed.timings.total_ms - seed.timings.load_ms.min(seed.timings.total_ms)) as f64 / 1000.0,
-        40.0 + width
-    );
-    for f in &seed.faults {
-        let at = f.fired_ms.unwrap_or(f.planned_ms);
-        let fill = if f.fired { "#c0392b" } else { "none" };
-        let _ = write!(
-            svg,
-            "<circle cx=\"{:.1}\" cy=\"55\" r=\"4\" fill=\"{fill}\" stroke=\"#c0392b\"><title>+{:.1}s {}: {}</title></circle>",
-            x(at),
-            at as f64 / 1000.0,
-            esc(&f.text),
-            esc(&f.outcome)
+#[cfg(test)]
+mod tests {
+    use super::columns;
+
+    #[test]
+    fn canonical_rows_split_into_columns_outside_quotes() {
+        let row = r#"amount=12.50, note="a, \"b\", c", order_id=7, status=∅"#;
+        assert_eq!(
+            columns(row),
+            [
+                ("amount".into(), "12.50".into()),
+                ("note".into(), r#""a, \"b\", c""#.into()),
+                ("order_id".into(), "7".into()),
+                ("status".into(), "∅".into()),
+            ]
         );
     }
-    // Throughput: operations the source accepted per second, a line above
-    // the load band (scaled to its own peak).
-    let peak = seed
-        .ops_per_second
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let points: Vec<String> = seed
-        .ops_per_second
-        .iter()
-        .enumerate()
-        .map(|(s, n)| {
-            format!(
-                "{:.1},{:.1}",
-                x(s as u64 * 1000 + 500),
-                38.0 - *n as f64 / peak as f64 * 30.0
-            )
-        })
-        .collect();
-    if !points.is_empty() {
-        let _ = write!(
-            svg,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"#2471a3\"><title>operations per second (peak {peak})</title></polyline>\
-             <text x=\"{:.1}\" y=\"12\" fill=\"#2471a3\">peak {peak} ops/s</text>",
-            points.join(" "),
-            width - 60.0
-        );
-    }
-    let _ = write!(
-        svg,
-        "<text x=\"40\" y=\"90\">0s</text><text x=\"{:.1}\" y=\"90\">{:.0}s</text></svg>",
-        width,
-        total / 1000.0
-    );
-    svg
 }

@@ -5,27 +5,57 @@
 //! Exit codes: 0 every seed PASS, 1 any FAIL, 2 any INVALID or a stack error.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use lossproof_runtime::Stack;
 use lossproof_stdlib::consumers;
 use lossproof_stdlib::run::{self, SeedRecord, Verdict};
 
+use crate::CliResult;
 use crate::scenario;
 
 pub struct Args<'a> {
     pub file: &'a Path,
     pub seeds: &'a str,
+    /// `K/N` or `count:K/N`: run only the K-th of N shares of the seeds.
+    pub partition: Option<&'a str>,
+    /// `--time-scale F`: every duration of the timeline times F.
+    pub time_scale: f64,
+    /// `--jobs N`: seeds run at once on the one stack.
+    pub jobs: usize,
     pub state: &'a Path,
     pub consumers: Option<&'a [String]>,
     pub keep: bool,
-    pub out: Option<&'a Path>,
+    pub outputs: Outputs<'a>,
+}
+
+/// Where a run's (or a merged report's) record, JUnit XML and HTML go.
+#[derive(Clone, Copy, Default)]
+pub struct Outputs<'a> {
+    /// Default: `<state>/runs/<run id>.json` for a run; none for a report.
+    pub record: Option<&'a Path>,
     pub junit: Option<&'a Path>,
     pub html: Option<&'a Path>,
 }
 
+/// The seeds of `--partition K/N` (or nextest's `count:K/N`).
+fn partition_of(seeds: &[u64], spec: &str) -> CliResult<Vec<u64>> {
+    let bad = || format!("--partition: `{spec}` is not K/N (e.g. 1/4: the first of four shares)");
+    let (k, n) = spec
+        .strip_prefix("count:")
+        .unwrap_or(spec)
+        .split_once('/')
+        .ok_or_else(bad)?;
+    let (k, n) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    Ok(run::partition(seeds, k, n)?)
+}
+
 /// `7`, `1..50` (inclusive), `1,4,9`, or a mix (`1..3,9`).
-pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
+pub fn parse_seeds(spec: &str) -> CliResult<Vec<u64>> {
     let bad = |part: &str| {
         format!("--seeds: `{part}` is not a seed (7), a range (1..50) or a list (1,4,9)")
     };
@@ -37,7 +67,7 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
                 b.parse().map_err(|_| bad(part))?,
             );
             if a > b {
-                return Err(format!("--seeds: the range `{part}` is empty"));
+                return Err(format!("--seeds: the range `{part}` is empty").into());
             }
             seeds.extend(a..=b);
         } else {
@@ -50,9 +80,7 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
 }
 
 /// The plan, if it can be run as asked; every refusal says why.
-fn preflight(
-    args: &Args<'_>,
-) -> Result<(lossproof_lang::Plan, Vec<String>, run::Locations), String> {
+fn preflight(args: &Args<'_>) -> CliResult<(lossproof_lang::Plan, Vec<String>, run::Locations)> {
     let analysis = scenario::analyze(args.file)?;
     scenario::print_diagnostics(&analysis);
     let plan = analysis
@@ -65,7 +93,8 @@ fn preflight(
             "{} uses what lossproof cannot run yet (nothing was run):\n  {}",
             args.file.display(),
             missing.join("\n  ")
-        ));
+        )
+        .into());
     }
     let consumers: Vec<String> = args
         .consumers
@@ -75,20 +104,59 @@ fn preflight(
         return Err(format!(
             "consumer {c} does not exist as a program yet; run the others with --consumers {}",
             programs.join(",")
-        ));
+        )
+        .into());
     }
     if let Some(why) = run::nothing_to_judge(&plan, &consumers) {
         return Err(format!(
             "{}: {why}; nothing was run (a seed that checks nothing cannot PASS)",
             args.file.display()
-        ));
+        )
+        .into());
     }
     Ok((plan, consumers, locations))
 }
 
-pub fn run(args: &Args<'_>) -> Result<bool, String> {
+/// The seeds this run executes (`--seeds`, then `--partition`), once the
+/// other options are known to be in range.
+fn seeds_to_run(args: &Args<'_>) -> CliResult<Vec<u64>> {
+    if !(0.001..=100.0).contains(&args.time_scale) {
+        return Err(format!(
+            "--time-scale {}: a factor from 0.001 to 100 (0.1 runs the scenario in a tenth of its time)",
+            args.time_scale
+        )
+        .into());
+    }
+    if !(1..=16).contains(&args.jobs) {
+        return Err(format!("--jobs {}: from 1 to 16 seeds at once", args.jobs).into());
+    }
     let seeds = parse_seeds(args.seeds)?;
+    let Some(spec) = args.partition else {
+        return Ok(seeds);
+    };
+    let share = partition_of(&seeds, spec)?;
+    if share.is_empty() {
+        return Err(format!(
+            "--partition {spec} of --seeds {}: this share has no seed",
+            args.seeds
+        )
+        .into());
+    }
+    Ok(share)
+}
+
+pub fn run(args: &Args<'_>) -> CliResult<bool> {
+    let seeds = seeds_to_run(args)?;
     let (plan, consumers, locations) = preflight(args)?;
+    if args.jobs > 1 {
+        shared_faults_refused(&plan, &locations, args.jobs)?;
+    }
+    #[allow(clippy::float_cmp)] // exactly the default: the plan as written
+    let plan = if args.time_scale == 1.0 {
+        plan
+    } else {
+        plan.time_scaled(args.time_scale)
+    };
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -97,7 +165,7 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         plan.scenario
             .replace(|c: char| !c.is_ascii_alphanumeric(), "")
     );
-    let stack = Stack::open(args.state).map_err(|e| e.to_string())?;
+    let stack = Stack::open(args.state)?;
     let runtime = crate::stack_cli::runtime()?;
     let interrupt = runtime.block_on(async { run::interrupt_on_signals() })?;
     let options = run::Options {
@@ -110,54 +178,185 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
         keep: args.keep,
     };
     eprintln!(
-        "lossproof run {}: scenario {}, seeds {}, consumers {} (run id {run_id})",
+        "lossproof run {}: scenario {}, seeds {}{}, consumers {}{} (run id {run_id})",
         args.file.display(),
         plan.scenario,
         args.seeds,
-        consumers.join(", ")
+        args.partition
+            .map(|p| format!(" share {p}: {seeds:?}"))
+            .unwrap_or_default(),
+        consumers.join(", "),
+        if (args.time_scale - 1.0).abs() > f64::EPSILON {
+            format!(", time scale {}", args.time_scale)
+        } else {
+            String::new()
+        }
     );
+    let started = Instant::now();
+    let stack = Arc::new(stack);
+    let plan = Arc::new(plan);
     let results = runtime.block_on(async {
         stack
             .up(&|line| eprintln!("  {line}"))
             .await
             .map_err(|e| format!("the stack: {e}"))?;
-        let mut results = Vec::new();
-        for (i, seed) in seeds.iter().enumerate() {
-            if let Some(signal) = *interrupt.borrow() {
-                return Err(format!("{signal} before seed {seed}: nothing more was run"));
-            }
-            let started = Instant::now();
-            let prefix = format!("[seed {}/{} ({seed})]", i + 1, seeds.len());
-            let progress = |line: &str| {
-                eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
-            };
-            // On SIGINT/SIGTERM the seed stops, cleans up and is INVALID;
-            // the run ends after it (its record is still written).
-            let record = run::run_seed(&stack, &plan, *seed, &options, &progress).await;
-            eprintln!("{prefix} {}", seed_line(&record));
-            results.push(record);
-            if let Some(signal) = *interrupt.borrow() {
-                eprintln!(
-                    "lossproof run: {signal}: stopped after {} of {} seeds (the stack stays up; `lossproof down` stops it)",
-                    results.len(),
-                    seeds.len()
-                );
-                break;
-            }
-        }
-        Ok::<_, String>(results)
+        run_seeds(&stack, &plan, &Arc::new(options), &seeds, args.jobs).await
     })?;
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!(
+        "lossproof run: {} seeds in {:.0}s with --jobs {}: {:.0} seeds/hour",
+        results.len(),
+        elapsed,
+        args.jobs,
+        results.len() as f64 * 3600.0 / elapsed.max(1.0)
+    );
 
-    print_report(&results, &consumers, args.file);
-    write_outputs(
-        args,
-        &plan.scenario,
-        &run_id,
-        &seeds,
-        &consumers,
-        &results,
-        &stack,
-    )?;
+    let record = run::RunRecord {
+        lossproof_version: env!("CARGO_PKG_VERSION").to_owned(),
+        scenario: plan.scenario.clone(),
+        // Absolute, so `replay` works from any directory.
+        file: std::fs::canonicalize(args.file)
+            .unwrap_or_else(|_| args.file.to_path_buf())
+            .display()
+            .to_string(),
+        run_id: run_id.clone(),
+        seeds,
+        consumers,
+        time_scale: args.time_scale,
+        results,
+    };
+    let default_out = stack
+        .state()
+        .root()
+        .join("runs")
+        .join(format!("{run_id}.json"));
+    conclude(&record, &args.outputs, Some(&default_out))
+}
+
+/// Seeds running at once share the stack's processes: a fault that strikes
+/// one (`kill connect`, `restart broker`) would strike every seed under
+/// way, so such a scenario runs one seed at a time.
+fn shared_faults_refused(
+    plan: &lossproof_lang::Plan,
+    locations: &run::Locations,
+    jobs: usize,
+) -> CliResult<()> {
+    const SHARED: [&str; 4] = ["connect", "broker", "postgres", "registry"];
+    let shared: Vec<String> = plan
+        .actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            a.target
+                .as_ref()
+                .is_some_and(|t| SHARED.contains(&t.component.as_str()))
+        })
+        .map(|(i, a)| {
+            format!(
+                "{} ({})",
+                a.text,
+                locations.actions.get(i).map_or("", String::as_str)
+            )
+        })
+        .collect();
+    if shared.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--jobs {jobs}: these faults strike a process every seed under way shares, so they would \
+         hit all {jobs} seeds at once; run this scenario with --jobs 1:\n  {}",
+        shared.join("\n  ")
+    )
+    .into())
+}
+
+/// Run `seeds`, `jobs` at a time (each a task of its own, isolated by its
+/// own database, connector, slot, topics, groups and namespaces); their
+/// records in the order of `seeds`. After SIGINT/SIGTERM no seed starts:
+/// those under way stop, are cleaned up and recorded INVALID.
+async fn run_seeds(
+    stack: &Arc<Stack>,
+    plan: &Arc<lossproof_lang::Plan>,
+    options: &Arc<run::Options>,
+    seeds: &[u64],
+    jobs: usize,
+) -> CliResult<Vec<SeedRecord>> {
+    let interrupt = options.interrupt.clone();
+    let total = seeds.len();
+    let mut pending = seeds.iter().copied().enumerate();
+    let mut running = tokio::task::JoinSet::new();
+    let mut done = Vec::new();
+    let mut lost = Vec::new();
+    loop {
+        while running.len() < jobs.max(1) && interrupt.borrow().is_none() {
+            let Some((i, seed)) = pending.next() else {
+                break;
+            };
+            let (stack, plan, options) = (stack.clone(), plan.clone(), options.clone());
+            running.spawn(async move {
+                let started = Instant::now();
+                let prefix = format!("[seed {}/{total} ({seed})]", i + 1);
+                let progress = |line: &str| {
+                    eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
+                };
+                let record = run::run_seed(&stack, &plan, seed, &options, &progress).await;
+                eprintln!("{prefix} {}", seed_line(&record));
+                (i, record)
+            });
+        }
+        // Every task is joined, even after one failed: dropping the set
+        // would abort seeds under way before their clean-up.
+        match running.join_next().await {
+            Some(Ok(finished)) => done.push(finished),
+            Some(Err(e)) => lost.push(e.to_string()),
+            None => break,
+        }
+    }
+    if !lost.is_empty() {
+        return Err(format!("a seed's task failed: {}", lost.join("; ")).into());
+    }
+    if let Some(signal) = *interrupt.borrow() {
+        if done.is_empty() {
+            return Err(format!("{signal} before the first seed: nothing was run").into());
+        }
+        eprintln!(
+            "lossproof run: {signal}: stopped after {} of {total} seeds (the stack stays up; `lossproof down` stops it)",
+            done.len()
+        );
+    }
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, record)| record).collect())
+}
+
+/// `lossproof report RECORD...`: the records merged into one run, reported
+/// and written like a run's.
+pub fn report(records: &[PathBuf], outputs: &Outputs<'_>) -> CliResult<bool> {
+    let read = records
+        .iter()
+        .map(|path| run::RunRecord::read(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = run::RunRecord::merge(read)?;
+    eprintln!(
+        "lossproof report: {} records of scenario {}, {} seeds, consumers {}",
+        records.len(),
+        merged.scenario,
+        merged.seeds.len(),
+        merged.consumers.join(", ")
+    );
+    conclude(&merged, outputs, None)
+}
+
+/// Print the distribution, write the record (to `outputs.record`, else
+/// `default_out`), JUnit and HTML; the exit status: `Ok(true)` every seed
+/// PASS, `Ok(false)` any FAIL, `Err` any INVALID.
+fn conclude(
+    record: &run::RunRecord,
+    outputs: &Outputs<'_>,
+    default_out: Option<&Path>,
+) -> CliResult<bool> {
+    let results = &record.results;
+    print_report(results, &record.consumers, Path::new(&record.file));
+    write_outputs(record, outputs, default_out)?;
     if results.iter().any(|r| r.verdict == Verdict::Invalid) {
         return Err(format!(
             "{} of {} seeds INVALID (not scored)",
@@ -166,7 +365,8 @@ pub fn run(args: &Args<'_>) -> Result<bool, String> {
                 .filter(|r| r.verdict == Verdict::Invalid)
                 .count(),
             results.len()
-        ));
+        )
+        .into());
     }
     Ok(results.iter().all(|r| r.verdict == Verdict::Pass))
 }
@@ -236,51 +436,27 @@ fn junit_xml(scenario: &str, results: &[SeedRecord]) -> String {
 
 /// The run record, and the JUnit XML and HTML report if asked for.
 fn write_outputs(
-    args: &Args<'_>,
-    scenario: &str,
-    run_id: &str,
-    seeds: &[u64],
-    consumers: &[String],
-    results: &[SeedRecord],
-    stack: &Stack,
-) -> Result<(), String> {
-    let record = run::RunRecord {
-        lossproof_version: env!("CARGO_PKG_VERSION").to_owned(),
-        scenario: scenario.to_owned(),
-        // Absolute, so `replay` works from any directory.
-        file: std::fs::canonicalize(args.file)
-            .unwrap_or_else(|_| args.file.to_path_buf())
-            .display()
-            .to_string(),
-        run_id: run_id.to_owned(),
-        seeds: seeds.to_vec(),
-        consumers: consumers.to_vec(),
-        results: results.to_vec(),
+    record: &run::RunRecord,
+    outputs: &Outputs<'_>,
+    default_out: Option<&Path>,
+) -> CliResult<()> {
+    let write = |path: &Path, text: String| -> CliResult<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+        Ok(())
     };
-    let out: PathBuf = args.out.map_or_else(
-        || {
-            stack
-                .state()
-                .root()
-                .join("runs")
-                .join(format!("{run_id}.json"))
-        },
-        Path::to_path_buf,
-    );
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(out) = outputs.record.or(default_out) {
+        write(out, serde_json::to_string_pretty(record)? + "\n")?;
+        println!("run record: {}", out.display());
     }
-    let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
-    std::fs::write(&out, text + "\n").map_err(|e| format!("write {}: {e}", out.display()))?;
-    println!("run record: {}", out.display());
-    if let Some(html) = args.html {
-        let page = crate::report_html::page(scenario, run_id, consumers, results, None);
-        std::fs::write(html, page).map_err(|e| format!("write {}: {e}", html.display()))?;
+    if let Some(html) = outputs.html {
+        write(html, crate::report_html::page(record))?;
         println!("HTML report: {}", html.display());
     }
-    if let Some(junit) = args.junit {
-        std::fs::write(junit, junit_xml(scenario, results))
-            .map_err(|e| format!("write {}: {e}", junit.display()))?;
+    if let Some(junit) = outputs.junit {
+        write(junit, junit_xml(&record.scenario, &record.results))?;
         println!("JUnit XML: {}", junit.display());
     }
     Ok(())
@@ -401,26 +577,28 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
 
 /// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
 /// with the recorded scenario file and consumers.
-pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> Result<bool, String> {
+pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<bool> {
     let recorded = run::RunRecord::read(record)?;
     if !recorded.seeds.contains(&seed) {
         return Err(format!(
             "seed {seed} is not in {} (seeds {:?})",
             record.display(),
             recorded.seeds
-        ));
+        )
+        .into());
     }
     let (file, consumers) = (recorded.file, recorded.consumers);
     let seeds = seed.to_string();
     run(&Args {
         file: Path::new(&file),
         seeds: &seeds,
+        partition: None,
+        time_scale: recorded.time_scale,
+        jobs: 1,
         state,
         consumers: Some(&consumers),
         keep,
-        out: None,
-        junit: None,
-        html: None,
+        outputs: Outputs::default(),
     })
 }
 
@@ -434,7 +612,12 @@ mod tests {
         assert_eq!(parse_seeds("1..3").unwrap(), [1, 2, 3]);
         assert_eq!(parse_seeds("1,4,9").unwrap(), [1, 4, 9]);
         assert_eq!(parse_seeds("1..3,2,9").unwrap(), [1, 2, 3, 9]);
-        assert!(parse_seeds("3..1").unwrap_err().contains("empty"));
-        assert!(parse_seeds("x").unwrap_err().contains("`x`"));
+        assert!(
+            parse_seeds("3..1")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
+        assert!(parse_seeds("x").unwrap_err().to_string().contains("`x`"));
     }
 }

@@ -4,18 +4,20 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
+use crate::CliResult;
 use lossproof_lang::render::{Style, render};
 use lossproof_lang::{Analysis, Analyzer, FsLoader};
 use lossproof_stdlib::Stdlib;
 
 /// Read a scenario file, with an error that names it.
-pub fn read(path: &Path) -> Result<String, String> {
+pub fn read(path: &Path) -> CliResult<String> {
     std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read `{}`: {}",
             path.display(),
             e.to_string().to_lowercase()
         )
+        .into()
     })
 }
 
@@ -27,7 +29,7 @@ pub fn analyze_text(path: &Path, text: &str) -> Analysis {
 
 /// Read and analyse a scenario file, assertions planned against the
 /// reconciler's tables.
-pub fn analyze(path: &Path) -> Result<Analysis, String> {
+pub fn analyze(path: &Path) -> CliResult<Analysis> {
     let mut analysis = analyze_text(path, &read(path)?);
     plan_assertions(&mut analysis);
     Ok(analysis)

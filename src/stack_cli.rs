@@ -3,22 +3,23 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::CliResult;
 use lossproof_runtime::{Component, Stack};
 
 /// The async runtime every stack-facing command runs on (two workers: the
 /// machines this targets have two cores).
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(|e| format!("cannot start the async runtime: {e}").into())
 }
 
 /// The stack in `state` and its ports, for commands that need it running;
 /// the error says how to start it (with this state directory).
-pub fn running(state: &Path) -> Result<(Stack, lossproof_runtime::Ports), String> {
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+pub fn running(state: &Path) -> CliResult<(Stack, lossproof_runtime::Ports)> {
+    let stack = Stack::open(state)?;
     let ports = stack
         .ports()
         .map_err(|e| format!("{e} --state {}", state.display()))?;
@@ -29,32 +30,28 @@ fn say(line: &str) {
     eprintln!("  {line}");
 }
 
-pub fn up(state: &Path) -> Result<bool, String> {
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+pub fn up(state: &Path) -> CliResult<bool> {
+    let stack = Stack::open(state)?;
     eprintln!("lossproof up: state in {}", stack.state().root().display());
     let started = Instant::now();
-    runtime()?
-        .block_on(stack.up(&say))
-        .map_err(|e| e.to_string())?;
+    runtime()?.block_on(stack.up(&say))?;
     eprintln!("stack healthy in {:.1}s", started.elapsed().as_secs_f64());
     Ok(true)
 }
 
-pub fn down(state: &Path, purge: bool) -> Result<bool, String> {
+pub fn down(state: &Path, purge: bool) -> CliResult<bool> {
     if !state.exists() {
         eprintln!("lossproof down: no stack in {}", state.display());
         return Ok(true);
     }
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    stack.down(purge, &say).map_err(|e| e.to_string())?;
+    let stack = Stack::open(state)?;
+    stack.down(purge, &say)?;
     Ok(true)
 }
 
-pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
-    let report = runtime()?
-        .block_on(stack.status())
-        .map_err(|e| e.to_string())?;
+pub fn status(state: &Path, verbose: bool, json: bool) -> CliResult<bool> {
+    let stack = Stack::open(state)?;
+    let report = runtime()?.block_on(stack.status())?;
     if json {
         println!(
             "{}",
@@ -122,15 +119,16 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> Result<bool, String> {
     Ok(report.all_healthy())
 }
 
-pub fn logs(state: &Path, component: &str, lines: usize) -> Result<bool, String> {
+pub fn logs(state: &Path, component: &str, lines: usize) -> CliResult<bool> {
     let Some(component) = Component::from_name(component) else {
         let names: Vec<&str> = Component::ALL.iter().map(|c| c.name()).collect();
         return Err(format!(
             "unknown component `{component}`; components are {}",
             names.join(", ")
-        ));
+        )
+        .into());
     };
-    let stack = Stack::open(state).map_err(|e| e.to_string())?;
+    let stack = Stack::open(state)?;
     println!("{}", stack.tail(component, lines));
     Ok(true)
 }

@@ -84,6 +84,7 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
         String::from_utf8_lossy(&clean.stderr)
     );
     assert!(text.contains("careless   orders"), "{text}");
+    what_cannot_be_compared_is_a_typed_error(&run).await;
     damage_is_named_by_kind(&run).await;
     let out = state.join("diff.json");
     let damaged = lossproof(
@@ -440,6 +441,60 @@ pub(crate) fn show(scored: &Reconciliation) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A source table the reconciler cannot compare is an error that names the
+/// table and column (never a silent string compare, never a count), and the
+/// caller can tell which by its variant, not its text.
+async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
+    use lossproof_runtime::reconcile::canonical::CanonicalError;
+    run.source
+        .batch_execute(
+            "CREATE TABLE lp_unsupported (id bigint PRIMARY KEY, doc jsonb); \
+             CREATE TABLE lp_keyless (id bigint, note text);",
+        )
+        .await
+        .unwrap();
+    let lake = Lake::open(&run.state).await.unwrap();
+    let careless = ConsumerLake {
+        consumer: "careless".into(),
+        namespace: run.namespace(),
+        views: std::collections::HashMap::new(),
+    };
+    let unsupported = reconcile::reconcile(
+        &run.source,
+        &lake,
+        &["lp_unsupported"],
+        std::slice::from_ref(&careless),
+    )
+    .await
+    .unwrap_err();
+    match &unsupported {
+        reconcile::Error::Column {
+            table,
+            column,
+            source: CanonicalError::Unsupported(sql_type),
+        } => assert_eq!(
+            (table.as_str(), column.as_str(), sql_type.as_str()),
+            ("lp_unsupported", "doc", "jsonb")
+        ),
+        other => panic!("expected the column named: {other:?}"),
+    }
+    assert_eq!(
+        unsupported.to_string(),
+        "lp_unsupported.doc: the reconciler has no canonical form for `jsonb` yet"
+    );
+    let keyless = reconcile::reconcile(&run.source, &lake, &["lp_keyless"], &[careless])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&keyless, reconcile::Error::NoPrimaryKey { table } if table == "lp_keyless"),
+        "{keyless:?}"
+    );
+    run.source
+        .batch_execute("DROP TABLE lp_unsupported, lp_keyless")
+        .await
+        .unwrap();
 }
 
 /// Damage the clean careless lake on purpose, one key per kind, and check

@@ -451,6 +451,7 @@ async fn deletes_and_rereads_hold(state: &Path, ports: Ports) {
         slot: format!("{}_b", run.names.slot),
         publication: format!("{}_b", run.names.publication),
         topic_prefix: run.names.topic_prefix.clone(),
+        database: run.names.database.clone(),
     };
     let tables: Vec<String> = orders()
         .tables

@@ -182,6 +182,72 @@ fn same_seed_same_timeline_different_seed_different_timeline() {
     assert_eq!(offsets, [2000, 4000, 6000, 8000]);
 }
 
+/// `run --time-scale 0.1`: every duration of the timeline shrinks ten
+/// times, drain limits and settings stay, and the scaled timeline is the
+/// unscaled one shrunk (offsets of `every` without jitter exactly).
+#[test]
+fn a_time_scaled_plan_runs_the_same_story_faster() {
+    use lossproof_lang::plan::{ArgValue, Phase};
+    let plan = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+        .analyze(
+            "scaled.lp",
+            "under load 60s <\n  kill consumer every 2s\n  between 10s and 20s < restart consumer at 5s >\n  \
+             cut network to broker for 8s at 30s\n>\ndrain within 120s\nset autocommit_interval 5s\n",
+        )
+        .plan
+        .expect("plan");
+    let scaled = plan.time_scaled(0.1);
+    assert!(matches!(
+        scaled.phases[0],
+        Phase::Load {
+            duration_ms: 6_000,
+            ..
+        }
+    ));
+    assert!(
+        matches!(
+            scaled.phases[1],
+            Phase::Drain {
+                timeout_ms: 120_000,
+                ..
+            }
+        ),
+        "a drain limit is not the scenario's time: {:?}",
+        scaled.phases[1]
+    );
+    assert_eq!(
+        scaled.settings, plan.settings,
+        "settings are the pipeline's"
+    );
+    let offsets = |p: &lossproof_lang::Plan| -> Vec<(usize, u64)> {
+        p.timeline(1)
+            .occurrences
+            .iter()
+            .map(|o| (o.action, o.offset_ms))
+            .collect()
+    };
+    let expected: Vec<(usize, u64)> = offsets(&plan)
+        .into_iter()
+        .map(|(a, ms)| (a, ms / 10))
+        .collect();
+    assert_eq!(offsets(&scaled), expected);
+    let cut = scaled
+        .actions
+        .iter()
+        .find(|a| a.text.starts_with("cut network"))
+        .expect("the cut");
+    assert!(
+        cut.args.values().any(|v| *v == ArgValue::DurationMs(800)),
+        "{:?}",
+        cut.args
+    );
+    // Tiny factors never make an empty window or a zero period.
+    let tiny = plan.time_scaled(0.000_01);
+    for seed in 0..20 {
+        assert!(!tiny.timeline(seed).occurrences.is_empty());
+    }
+}
+
 #[test]
 fn jitter_and_windows_stay_inside_their_bounds() {
     let plan = lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)

@@ -51,3 +51,54 @@ pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Open `html` in headless Chromium (Debian's `chromium`; `.ci/test`
+/// installs it), screenshot it to `png`, and return its DOM as rendered;
+/// panics when Chromium is missing, fails, or logs any console message
+/// (an invalid SVG attribute, a script error: the page has no script, so
+/// any message is a bug).
+pub fn chromium_render(html: &Path, png: &Path) -> String {
+    let profile = tempfile::tempdir().expect("a profile dir");
+    let chromium = |extra: &[&std::ffi::OsStr]| {
+        std::process::Command::new("chromium")
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--window-size=1280,2400",
+                "--virtual-time-budget=3000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(format!("file://{}", html.display()))
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("headless Chromium is needed for the report check ({e}): apt-get install chromium")
+            })
+    };
+    let shot = chromium(&[std::ffi::OsStr::new(&format!(
+        "--screenshot={}",
+        png.display()
+    ))]);
+    let dom = chromium(&[std::ffi::OsStr::new("--dump-dom")]);
+    for run in [&shot, &dom] {
+        let log = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            run.status.success(),
+            "chromium failed on {}:\n{log}",
+            html.display()
+        );
+        let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+        assert!(
+            console.is_empty(),
+            "{} logs to the console:\n{}",
+            html.display(),
+            console.join("\n")
+        );
+    }
+    let size = std::fs::metadata(png).map_or(0, |m| m.len());
+    assert!(size > 10_000, "{}: a {size}-byte screenshot", png.display());
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}

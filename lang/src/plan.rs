@@ -159,6 +159,63 @@ pub struct Assertion {
     pub consumers: Vec<String>,
 }
 
+impl Plan {
+    /// The plan with every duration of its timeline multiplied by `factor`
+    /// (`run --time-scale 0.1`: a smoke run of a scenario in a tenth of its
+    /// time): load and quiet phases, each action's window, `at` offsets,
+    /// `every` periods and jitters, and duration arguments (`pause … for
+    /// 10s`). Unchanged, because they are not the scenario's time but the
+    /// pipeline's or the run's: drain limits (catching up takes what it
+    /// takes; a shorter limit would only turn slow into INVALID), settings
+    /// (`autocommit_interval`), the workload's rate, `randomly N times`
+    /// counts and chances. Every scaled duration stays at least 1 ms, and
+    /// an `at` stays inside its window, so the scaled plan times out the
+    /// same way the analyser checked.
+    #[must_use]
+    pub fn time_scaled(&self, factor: f64) -> Plan {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let scale = |ms: u64| ((ms as f64) * factor).round().max(0.0) as u64;
+        let mut plan = self.clone();
+        for phase in &mut plan.phases {
+            match phase {
+                Phase::Load { duration_ms, .. } | Phase::Quiet { duration_ms, .. } => {
+                    *duration_ms = scale(*duration_ms).max(1);
+                }
+                Phase::Drain { .. } => {}
+            }
+        }
+        for action in &mut plan.actions {
+            let (start, end) = action.window_ms;
+            let start = scale(start);
+            let end = scale(end).max(start + 1);
+            action.window_ms = (start, end);
+            match &mut action.schedule {
+                PlannedSchedule::At { offset_ms } => {
+                    *offset_ms = scale(*offset_ms).min(end - start - 1);
+                }
+                PlannedSchedule::Every {
+                    period_ms,
+                    jitter_ms,
+                } => {
+                    *period_ms = scale(*period_ms).max(1);
+                    *jitter_ms = scale(*jitter_ms);
+                }
+                PlannedSchedule::Once | PlannedSchedule::Randomly { .. } => {}
+            }
+            for value in action.args.values_mut() {
+                if let ArgValue::DurationMs(ms) = value {
+                    *ms = scale(*ms).max(1);
+                }
+            }
+        }
+        plan
+    }
+}
+
 /// `1m30s`-style display of a millisecond count.
 #[must_use]
 pub fn show_ms(ms: u64) -> String {

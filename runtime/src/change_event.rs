@@ -94,6 +94,25 @@ pub enum DecodeError {
     NotAnEnvelope(String),
 }
 
+/// Why a writer schema could not be fetched from the registry.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("GET {url}: {source}")]
+    Http {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("GET {url}: no `schema` in {body}")]
+    NoSchema { url: String, body: String },
+    #[error("schema {id} does not parse: {source}")]
+    Schema {
+        id: u32,
+        #[source]
+        source: apache_avro::Error,
+    },
+}
+
 /// A writer schema ready to decode with: parsed, its named types resolved
 /// and its datum reader built ONCE (per registry id), not per record —
 /// resolving Debezium's envelope schema for every record cost more than
@@ -113,11 +132,9 @@ pub struct WriterSchema {
 }
 
 impl WriterSchema {
-    pub fn new(schema: Schema) -> Result<Self, String> {
+    pub fn new(schema: Schema) -> Result<Self, apache_avro::Error> {
         let schema: &'static Schema = Box::leak(Box::new(schema));
-        let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema).build()?;
         let names = names_of(schema);
         let columns = match schema {
             Schema::Record(record) => ["after", "before"]
@@ -182,7 +199,7 @@ impl Schemas {
         &mut self,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
-    ) -> Result<(), String> {
+    ) -> Result<(), FetchError> {
         for bytes in [key, value].into_iter().flatten() {
             let Ok((id, _)) = frame(bytes) else { continue };
             if self.by_id.contains_key(&id) {
@@ -194,20 +211,26 @@ impl Schemas {
                 .get(&url)
                 .send()
                 .await
-                .map_err(|e| format!("GET {url}: {e}"))?;
+                .map_err(|source| FetchError::Http {
+                    url: url.clone(),
+                    source,
+                })?;
             if response.status() == reqwest::StatusCode::NOT_FOUND {
                 continue;
             }
-            let body: Json = response
-                .json()
-                .await
-                .map_err(|e| format!("GET {url}: {e}"))?;
+            let body: Json = response.json().await.map_err(|source| FetchError::Http {
+                url: url.clone(),
+                source,
+            })?;
             let text = body["schema"]
                 .as_str()
-                .ok_or_else(|| format!("GET {url}: no `schema` in {body}"))?;
-            let schema =
-                Schema::parse_str(text).map_err(|e| format!("schema {id} does not parse: {e}"))?;
-            let prepared = WriterSchema::new(schema).map_err(|e| format!("schema {id}: {e}"))?;
+                .ok_or_else(|| FetchError::NoSchema {
+                    url: url.clone(),
+                    body: body.to_string(),
+                })?;
+            let bad = |source| FetchError::Schema { id, source };
+            let schema = Schema::parse_str(text).map_err(bad)?;
+            let prepared = WriterSchema::new(schema).map_err(bad)?;
             self.by_id.insert(id, prepared.into());
         }
         Ok(())

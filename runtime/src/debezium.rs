@@ -18,6 +18,9 @@ pub struct CaptureNames {
     pub slot: String,
     pub publication: String,
     pub topic_prefix: String,
+    /// The source database whose tables are captured: the stack's shared
+    /// `SOURCE_DATABASE`, or one of the run's own ([`Self::in_own_database`]).
+    pub database: String,
 }
 
 impl CaptureNames {
@@ -39,7 +42,17 @@ impl CaptureNames {
             slot: format!("lp_{id}"),
             publication: format!("lp_{id}_pub"),
             topic_prefix: format!("lp_{id}"),
+            database: crate::stack::SOURCE_DATABASE.to_owned(),
         }
+    }
+
+    /// The same names, capturing tables in a database of the run's own
+    /// (`lp_<run>`, named like the slot): what isolates seeds that run at
+    /// the same time on one stack (`lossproof run --jobs N`).
+    #[must_use]
+    pub fn in_own_database(mut self) -> Self {
+        self.database.clone_from(&self.slot);
+        self
     }
 
     /// The topic Debezium writes a source table's changes to.

@@ -41,8 +41,7 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
                 http_ok(http, &format!("http://127.0.0.1:{port}/health")).await?;
                 let root: serde_json::Value = serde_json::from_str(
                     &http_ok(http, &format!("http://127.0.0.1:{port}/")).await?,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 Ok(format!(
                     "kafka connect {}",
                     root["version"].as_str().unwrap_or("?")
@@ -53,38 +52,57 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
     .await;
     match result {
         Ok(Ok(version)) => Health::Healthy { version },
-        Ok(Err(reason)) => Health::Unhealthy { reason },
+        Ok(Err(error)) => Health::Unhealthy {
+            reason: error.to_string(),
+        },
         Err(_) => Health::Unhealthy {
             reason: format!("no answer within {}s", PROBE_TIMEOUT.as_secs()),
         },
     }
 }
 
-async fn tcp(port: u16) -> Result<(), String> {
-    tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
+/// Why a probe failed (shown as the component's `reason`).
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error("{0}")]
+    Connect(#[from] std::io::Error),
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+    #[error("{url} answered {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Postgres(#[from] crate::Error),
 }
 
-async fn http_ok(http: &reqwest::Client, url: &str) -> Result<String, String> {
-    let response = http.get(url).send().await.map_err(|e| e.to_string())?;
+async fn tcp(port: u16) -> Result<(), ProbeError> {
+    tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    Ok(())
+}
+
+async fn http_ok(http: &reqwest::Client, url: &str) -> Result<String, ProbeError> {
+    let response = http.get(url).send().await?;
     let status = response.status();
-    let body = response.text().await.map_err(|e| e.to_string())?;
+    let body = response.text().await?;
     if status.is_success() {
         Ok(body)
     } else {
-        Err(format!("{url} answered {status}"))
+        Err(ProbeError::Status {
+            url: url.to_owned(),
+            status,
+        })
     }
 }
 
-async fn postgres_version(port: u16) -> Result<String, String> {
-    let client = crate::postgres::connect(port, "postgres")
-        .await
-        .map_err(|e| e.to_string())?;
+async fn postgres_version(port: u16) -> Result<String, ProbeError> {
+    let client = crate::postgres::connect(port, "postgres").await?;
     let row = client
         .query_one("SHOW server_version", &[])
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(crate::Error::Postgres)?;
     Ok(format!("postgresql {}", row.get::<_, String>(0)))
 }

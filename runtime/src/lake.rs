@@ -59,6 +59,7 @@ pub use commit::{Commit, CommitError, MERGE_FULL_ENTRIES, MERGE_MIN_COUNT};
 pub use maintenance::{
     Expired, MaintenanceError, OrphanFiles, Retain, latest_properties, latest_property,
 };
+pub use read::ReadError;
 pub use schema::{SchemaChange, SchemaError, check_evolution, check_promotion};
 
 /// The catalog name both iceberg-rust and pyiceberg use for the lake (the

@@ -27,6 +27,28 @@ pub async fn connect(port: u16, database: &str) -> Result<tokio_postgres::Client
 }
 
 /// Create `database` if it does not exist.
+/// Whether `database` exists on the server at `port`.
+pub async fn database_exists(port: u16, database: &str) -> Result<bool> {
+    let client = connect(port, "postgres").await?;
+    Ok(client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
+        .await?
+        .is_some())
+}
+
+/// Drop `database` if it exists, closing its connections first (`WITH
+/// (FORCE)`: a workload connection or a consumer of it cannot keep it).
+pub async fn drop_database(port: u16, database: &str) -> Result<()> {
+    let client = connect(port, "postgres").await?;
+    client
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            database.replace('"', "\"\"")
+        ))
+        .await?;
+    Ok(())
+}
+
 pub async fn ensure_database(port: u16, database: &str) -> Result<()> {
     let client = connect(port, "postgres").await?;
     let exists = client

@@ -8,6 +8,7 @@
 
 pub mod consumer;
 pub mod consumers;
+mod error;
 pub mod fault;
 mod faults;
 pub mod not_yet;
@@ -18,6 +19,7 @@ mod targets;
 pub mod workload;
 pub mod workloads;
 
+pub use error::{Error, Result};
 use lossproof_lang::vocabulary::{
     ConsumerSig, FaultSig, SettingSig, ShorthandSig, TargetSig, Vocabulary, WorkloadSig,
 };

@@ -25,6 +25,29 @@ use iceberg::table::Table;
 
 use crate::reconcile::canonical;
 
+/// Why a table's rows could not be read into SQL or keyed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{what} {table}: {source}")]
+    Iceberg {
+        what: &'static str,
+        table: String,
+        #[source]
+        source: iceberg::Error,
+    },
+    #[error("{what} {table}: {source}")]
+    Query {
+        what: &'static str,
+        table: String,
+        #[source]
+        source: datafusion::error::DataFusionError,
+    },
+    #[error("no column {0}")]
+    NoColumn(String),
+    #[error(transparent)]
+    Canonical(#[from] canonical::CanonicalError),
+}
+
 /// The keys one equality-delete file deletes: its column names, and each
 /// row's values joined.
 type DeletedKeys = Arc<(Vec<String>, HashSet<String>)>;
@@ -97,12 +120,12 @@ async fn deleted_keys(table: &Table, path: &str) -> iceberg::Result<DeletedKeys>
 
 /// Each row's values of `columns`, canonical and joined (one key per row:
 /// what equality deletes compare, and what the correct consumer indexes by).
-pub fn row_keys(batch: &RecordBatch, columns: &[String]) -> Result<Vec<String>, String> {
+pub fn row_keys(batch: &RecordBatch, columns: &[String]) -> Result<Vec<String>, ReadError> {
     let mut rendered = Vec::new();
     for name in columns {
         let array = batch
             .column_by_name(name)
-            .ok_or_else(|| format!("no column {name}"))?;
+            .ok_or_else(|| ReadError::NoColumn(name.clone()))?;
         rendered.push(canonical::arrow_column(array)?);
     }
     Ok((0..batch.num_rows())
@@ -120,7 +143,9 @@ fn without_deleted(batch: RecordBatch, deleted: &[DeletedKeys]) -> iceberg::Resu
     if deleted.is_empty() || batch.num_rows() == 0 {
         return Ok(batch);
     }
-    let unexpected = |e: String| iceberg::Error::new(iceberg::ErrorKind::Unexpected, e);
+    let unexpected = |e: &dyn std::fmt::Display| {
+        iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string())
+    };
     let mut keep = vec![true; batch.num_rows()];
     for file in deleted {
         let (columns, keys) = file.as_ref();
@@ -128,7 +153,7 @@ fn without_deleted(batch: RecordBatch, deleted: &[DeletedKeys]) -> iceberg::Resu
             continue;
         }
         for (i, key) in row_keys(&batch, columns)
-            .map_err(unexpected)?
+            .map_err(|e| unexpected(&e))?
             .iter()
             .enumerate()
         {
@@ -138,5 +163,5 @@ fn without_deleted(batch: RecordBatch, deleted: &[DeletedKeys]) -> iceberg::Resu
         }
     }
     datafusion::arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))
-        .map_err(|e| unexpected(e.to_string()))
+        .map_err(|e| unexpected(&e))
 }

@@ -29,6 +29,16 @@ use arrow_schema::{DataType, TimeUnit};
 /// The NULL marker.
 pub const NULL: &str = "∅";
 
+/// A type or a value the canonical form does not cover: an error naming
+/// it, never a silent string compare.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    #[error("the reconciler has no canonical form for `{0}` yet")]
+    Unsupported(String),
+    #[error("`{value}` is not a valid {kind:?} value")]
+    BadValue { kind: Kind, value: String },
+}
+
 /// How a source column's values are read and rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -42,7 +52,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of a `PostgreSQL` type as `format_type` prints it.
-    pub fn of_sql(sql_type: &str) -> Result<Self, String> {
+    pub fn of_sql(sql_type: &str) -> Result<Self, CanonicalError> {
         let t = sql_type.to_ascii_lowercase();
         Ok(match t.as_str() {
             "smallint" | "integer" | "bigint" => Self::Int,
@@ -53,9 +63,7 @@ impl Kind {
             _ if t.starts_with("numeric") => Self::Decimal,
             _ if t.starts_with("character varying") => Self::Text,
             _ => {
-                return Err(format!(
-                    "the reconciler has no canonical form for `{sql_type}` yet"
-                ));
+                return Err(CanonicalError::Unsupported(sql_type.to_owned()));
             }
         })
     }
@@ -72,7 +80,7 @@ impl Kind {
     }
 
     /// Canonical form of the text [`Kind::source_expr`] produced.
-    pub fn from_source_text(self, text: Option<&str>) -> Result<String, String> {
+    pub fn from_source_text(self, text: Option<&str>) -> Result<String, CanonicalError> {
         let mut out = String::new();
         self.write_source_text(text, &mut out)?;
         Ok(out)
@@ -80,12 +88,19 @@ impl Kind {
 
     /// [`Kind::from_source_text`], appended to `out` (nothing is appended
     /// on an error). The reader's hot path: no allocation of its own.
-    pub fn write_source_text(self, text: Option<&str>, out: &mut String) -> Result<(), String> {
+    pub fn write_source_text(
+        self,
+        text: Option<&str>,
+        out: &mut String,
+    ) -> Result<(), CanonicalError> {
         let Some(t) = text else {
             out.push_str(NULL);
             return Ok(());
         };
-        let bad = || format!("`{t}` is not a valid {self:?} value");
+        let bad = || CanonicalError::BadValue {
+            kind: self,
+            value: t.to_owned(),
+        };
         match self {
             // PostgreSQL prints integers canonically: copy them as they are.
             Self::Int if is_canonical_int(t) => out.push_str(t),
@@ -312,7 +327,7 @@ pub fn join(columns: &[(&str, String)]) -> String {
 }
 
 /// Canonical form of every value of an Arrow column.
-pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, String> {
+pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, CanonicalError> {
     let render = arrow_renderer(array)?;
     Ok((0..array.len())
         .map(|i| {
@@ -328,7 +343,7 @@ pub type Renderer<'a> = Box<dyn Fn(usize, &mut String) + 'a>;
 
 /// A [`Renderer`] of `array`'s values ([`arrow_column`] renders them all):
 /// the column's type is looked at once, not once per value.
-pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, String> {
+pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, CanonicalError> {
     fn each<'a>(array: &'a ArrayRef, f: impl Fn(usize, &mut String) + 'a) -> Renderer<'a> {
         Box::new(move |i, out| {
             if array.is_null(i) {
@@ -410,9 +425,7 @@ pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, String> {
             })
         }
         other => {
-            return Err(format!(
-                "the reconciler has no canonical form for Arrow {other} yet"
-            ));
+            return Err(CanonicalError::Unsupported(format!("Arrow {other}")));
         }
     })
 }

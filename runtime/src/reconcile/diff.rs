@@ -64,7 +64,7 @@ impl fmt::Display for DiffKind {
 }
 
 /// One discrepancy.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DiffRow {
     pub table: String,
     /// Canonical primary key (`order_id=7`).

@@ -139,10 +139,8 @@ async fn lake_behind(
 pub fn partitions_of<C: rdkafka::consumer::ConsumerContext>(
     client: &BaseConsumer<C>,
     topic: &str,
-) -> Result<Vec<i32>, String> {
-    let metadata = client
-        .fetch_metadata(Some(topic), Duration::from_secs(5))
-        .map_err(|e| format!("partitions of {topic}: {e}"))?;
+) -> Result<Vec<i32>, rdkafka::error::KafkaError> {
+    let metadata = client.fetch_metadata(Some(topic), Duration::from_secs(5))?;
     Ok(metadata
         .topics()
         .iter()
@@ -164,7 +162,7 @@ async fn ends(broker_port: u16, topic: &str) -> Result<Vec<(i32, i64)>, Invalid>
             .create()
             .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
         partitions_of(&client, &topic)
-            .map_err(Invalid::Unreachable)?
+            .map_err(|e| Invalid::Unreachable(format!("partitions of {topic}: {e}")))?
             .into_iter()
             .map(|p| {
                 client
@@ -194,7 +192,9 @@ async fn behind(
                 .create()
                 .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
             for topic in &c.topics {
-                for partition in partitions_of(&watcher, topic).map_err(Invalid::Unreachable)? {
+                for partition in partitions_of(&watcher, topic)
+                    .map_err(|e| Invalid::Unreachable(format!("partitions of {topic}: {e}")))?
+                {
                     let (_, end) = watcher
                         .fetch_watermarks(topic, partition, Duration::from_secs(5))
                         .map_err(|e| {

@@ -17,6 +17,7 @@
 
 pub mod canonical;
 pub mod diff;
+mod error;
 pub mod gate;
 pub mod source;
 
@@ -30,6 +31,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::Lake;
 pub use diff::{Counts, DiffKind, DiffRow};
+pub use error::Error;
 pub use source::SourceTable;
 
 /// One consumer's lake: its namespace, and optional per-table views.
@@ -68,7 +70,7 @@ pub async fn reconcile(
     lake: &Lake,
     tables: &[&str],
     consumers: &[ConsumerLake],
-) -> Result<Reconciliation, String> {
+) -> Result<Reconciliation, Error> {
     let mut out = Reconciliation::default();
     let namespaces: Vec<&str> = consumers.iter().map(|c| c.namespace.as_str()).collect();
     // Fresh providers for every pass (cached ones miss new columns).
@@ -87,7 +89,11 @@ pub async fn reconcile(
             });
             let lake_rows = lake_rows(&ctx, &sql, &spec)
                 .await
-                .map_err(|e| format!("{}'s {table}: {e}", consumer.consumer))?;
+                .map_err(|e| Error::LakeTable {
+                    consumer: consumer.consumer.clone(),
+                    table: (*table).to_owned(),
+                    source: Box::new(e),
+                })?;
             let (diff, counts) = diff::compare(
                 table,
                 &consumer.consumer,
@@ -118,15 +124,9 @@ async fn lake_rows(
     ctx: &SessionContext,
     sql: &str,
     table: &SourceTable,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, Error> {
     // Streamed batch by batch (the order `collect` would give), not collected.
-    let stream = ctx
-        .sql(sql)
-        .await
-        .map_err(|e| e.to_string())?
-        .execute_stream()
-        .await
-        .map_err(|e| e.to_string())?;
+    let stream = ctx.sql(sql).await?.execute_stream().await?;
     futures_util::pin_mut!(stream);
     let names: Vec<&str> = table.columns.iter().map(|(n, _)| n.as_str()).collect();
     let key: Vec<usize> = table
@@ -138,17 +138,18 @@ async fn lake_rows(
     // One buffer per column, reused row after row.
     let mut values = vec![String::new(); table.columns.len()];
     let mut out = Vec::new();
-    while let Some(batch) = futures_util::TryStreamExt::try_next(&mut stream)
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    while let Some(batch) = futures_util::TryStreamExt::try_next(&mut stream).await? {
         let renderers = table
             .columns
             .iter()
             .map(|(name, _)| match batch.column_by_name(name) {
                 Some(array) => canonical::arrow_renderer(array)
                     .map(Some)
-                    .map_err(|e| format!("column {name}: {e}")),
+                    .map_err(|source| Error::Column {
+                        table: table.name.clone(),
+                        column: name.clone(),
+                        source,
+                    }),
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -259,7 +260,7 @@ impl Reconciliation {
 
     /// A DataFusion context with `diff`, `summary`, `source_rows`,
     /// `lake_rows` and the `extra` tables (e.g. `faults`).
-    pub fn session(&self, extra: &[(&str, RecordBatch)]) -> Result<SessionContext, String> {
+    pub fn session(&self, extra: &[(&str, RecordBatch)]) -> Result<SessionContext, Error> {
         let ctx = SessionContext::new();
         let tables = [
             ("diff", self.diff_batch()),
@@ -272,10 +273,8 @@ impl Reconciliation {
             .map(|(n, b)| (*n, b))
             .chain(extra.iter().map(|(n, b)| (*n, b)))
         {
-            let table = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])
-                .map_err(|e| e.to_string())?;
-            ctx.register_table(name, Arc::new(table))
-                .map_err(|e| e.to_string())?;
+            let table = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
+            ctx.register_table(name, Arc::new(table))?;
         }
         Ok(ctx)
     }
@@ -309,25 +308,21 @@ pub async fn assert_sql(
     ctx: &SessionContext,
     sql: &str,
     expect: &lossproof_lang::ast::Expectation,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, Error> {
     use lossproof_lang::ast::{CompareOp, Expectation};
     let options = datafusion::execution::context::SQLOptions::new()
         .with_allow_ddl(false)
         .with_allow_dml(false)
         .with_allow_statements(false);
-    let frame = ctx
-        .sql_with_options(sql, options)
-        .await
-        .map_err(|e| e.to_string())?;
-    let batches = frame.collect().await.map_err(|e| e.to_string())?;
+    let batches = ctx.sql_with_options(sql, options).await?.collect().await?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let single = || -> Result<ArrayRef, String> {
+    let single = || -> Result<ArrayRef, Error> {
         let batch = batches.iter().find(|b| b.num_rows() > 0);
         match (rows, batch) {
             (1, Some(b)) if b.num_columns() == 1 => Ok(b.column(0).clone()),
-            _ => Err(format!(
+            _ => Err(Error::Judge(format!(
                 "expected one row with one column, the query returned {rows} rows"
-            )),
+            ))),
         }
     };
     Ok(match expect {
@@ -338,7 +333,7 @@ pub async fn assert_sql(
         Expectation::True => {
             let value = single()?;
             let value = arrow_array::cast::AsArray::as_boolean_opt(value.as_ref())
-                .ok_or("expected a boolean column")?
+                .ok_or_else(|| Error::Judge("expected a boolean column".into()))?
                 .value(0);
             Verdict {
                 passed: value,
@@ -364,13 +359,13 @@ pub async fn assert_sql(
     })
 }
 
-fn arrow_cast_f64(column: &ArrayRef) -> Result<f64, String> {
+fn arrow_cast_f64(column: &ArrayRef) -> Result<f64, Error> {
     let cast = datafusion::arrow::compute::cast(column, &DataType::Float64)
-        .map_err(|e| format!("not a number: {e}"))?;
+        .map_err(|e| Error::Judge(format!("not a number: {e}")))?;
     let values =
         arrow_array::cast::AsArray::as_primitive::<arrow_array::types::Float64Type>(cast.as_ref());
     if arrow_array::Array::is_null(values, 0) {
-        return Err("the query returned NULL".into());
+        return Err(Error::Judge("the query returned NULL".into()));
     }
     Ok(values.value(0))
 }

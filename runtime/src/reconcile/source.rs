@@ -16,6 +16,7 @@ use futures_util::TryStreamExt as _;
 
 use super::canonical::{self, Kind};
 use super::diff::History;
+use super::error::Error;
 
 /// A source table as the reconciler sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,7 @@ pub fn history_ddl(tables: &[&str]) -> String {
 
 /// `table`'s columns and primary key, as the source has them NOW (after any
 /// `ALTER TABLE`).
-pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<SourceTable, String> {
+pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<SourceTable, Error> {
     let columns = client
         .query(
             "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
@@ -57,12 +58,18 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
             &[&table],
         )
         .await
-        .map_err(|e| format!("describe {table}: {e}"))?
+        .map_err(Error::source_query(format!("describe {table}")))?
         .iter()
         .map(|r| {
             let name: String = r.get(0);
             let sql_type: String = r.get(1);
-            Kind::of_sql(&sql_type).map(|k| (name.clone(), k)).map_err(|e| format!("{table}.{name}: {e}"))
+            Kind::of_sql(&sql_type)
+                .map(|k| (name.clone(), k))
+                .map_err(|source| Error::Column {
+                    table: table.to_owned(),
+                    column: name,
+                    source,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let key: Vec<String> = client
@@ -74,14 +81,14 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
             &[&table],
         )
         .await
-        .map_err(|e| format!("primary key of {table}: {e}"))?
+        .map_err(Error::source_query(format!("primary key of {table}")))?
         .iter()
         .map(|r| r.get(0))
         .collect();
     if key.is_empty() {
-        return Err(format!(
-            "{table} has no primary key: rows cannot be matched"
-        ));
+        return Err(Error::NoPrimaryKey {
+            table: table.to_owned(),
+        });
     }
     Ok(SourceTable {
         name: table.to_owned(),
@@ -94,7 +101,7 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
 pub async fn rows(
     client: &tokio_postgres::Client,
     table: &SourceTable,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, Error> {
     let mut out = Vec::new();
     read(
         client,
@@ -115,11 +122,11 @@ pub async fn rows(
 pub async fn history(
     client: &tokio_postgres::Client,
     table: &SourceTable,
-) -> Result<Option<History>, String> {
+) -> Result<Option<History>, Error> {
     let exists: Option<String> = client
         .query_one("SELECT to_regclass('lossproof_history')::text", &[])
         .await
-        .map_err(|e| format!("look for lossproof_history: {e}"))?
+        .map_err(Error::source_query("look for lossproof_history"))?
         .get(0);
     if exists.is_none() {
         return Ok(None);
@@ -143,7 +150,7 @@ async fn read(
     table: &SourceTable,
     from: &str,
     mut each: impl FnMut(String, String),
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let exprs: Vec<String> = table
         .columns
         .iter()
@@ -158,13 +165,16 @@ async fn read(
                 .columns
                 .iter()
                 .position(|(c, _)| c == k)
-                .ok_or_else(|| format!("{}: key column {k} missing", table.name))
+                .ok_or_else(|| Error::KeyColumnMissing {
+                    table: table.name.clone(),
+                    column: k.clone(),
+                })
         })
         .collect::<Result<_, _>>()?;
     let stream = client
         .query_raw(&sql, std::iter::empty::<&str>())
         .await
-        .map_err(|e| format!("read {}: {e}", table.name))?;
+        .map_err(Error::source_query(format!("read {}", table.name)))?;
     futures_util::pin_mut!(stream);
     let layout = canonical::Layout::new(
         table.columns.iter().map(|(c, _)| c.as_str()).collect(),
@@ -172,16 +182,19 @@ async fn read(
     );
     // One buffer per column, reused row after row.
     let mut values = vec![String::new(); table.columns.len()];
-    while let Some(record) = stream
-        .try_next()
-        .await
-        .map_err(|e| format!("read {}: {e}", table.name))?
-    {
+    while let Some(record) = stream.try_next().await.map_err(|source| Error::Source {
+        what: format!("read {}", table.name),
+        source,
+    })? {
         for (i, (name, kind)) in table.columns.iter().enumerate() {
             let text: Option<&str> = record.get(i);
             values[i].clear();
             kind.write_source_text(text, &mut values[i])
-                .map_err(|e| format!("{}.{name}: {e}", table.name))?;
+                .map_err(|source| Error::Column {
+                    table: table.name.clone(),
+                    column: name.clone(),
+                    source,
+                })?;
         }
         each(layout.key(&values), layout.row(&values));
     }

@@ -29,6 +29,7 @@ use rdkafka::message::OwnedMessage;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{LakeTable, debezium_type_name, to_arrow};
+use crate::error::{Error, Result};
 
 /// How the careless consumer runs.
 #[derive(Debug, Clone)]
@@ -67,7 +68,7 @@ pub async fn run(
     config: &Config,
     mut stop: tokio::sync::watch::Receiver<bool>,
     log: &(dyn Fn(&str) + Sync),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let consumer: StreamConsumer = rdkafka::ClientConfig::new()
         .set(
             "bootstrap.servers",
@@ -82,7 +83,7 @@ pub async fn run(
         )
         .set("auto.offset.reset", "earliest")
         .create()
-        .map_err(|e| format!("cannot create the Kafka consumer: {e}"))?;
+        .map_err(Error::kafka("cannot create the Kafka consumer"))?;
     let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
     // Every partition assigned directly (one instance reads everything):
     // a restart after a SIGKILL resumes within a second, instead of waiting
@@ -93,7 +94,7 @@ pub async fn run(
     };
     consumer
         .assign(&assignment)
-        .map_err(|e| format!("cannot assign {topics:?}: {e}"))?;
+        .map_err(Error::kafka(format!("cannot assign {topics:?}")))?;
     log(&format!(
         "careless: group {} on {} partitions of {} topics; resuming from the group's committed offsets",
         config.group,
@@ -299,14 +300,12 @@ async fn write_batch(
             .catalog()
             .load_table(name)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::iceberg(format!("load {name}")))?;
         let deletes = to_arrow(&table.schema, &keys)?;
         let files = write_equality_deletes(&current, table.key_ids.clone(), vec![deletes])
             .await
-            .map_err(|e| e.to_string())?;
-        lake.commit(&current, Commit::row_delta(files))
-            .await
-            .map_err(|e| e.to_string())
+            .map_err(Error::iceberg("write equality deletes"))?;
+        Ok::<_, Error>(lake.commit(&current, Commit::row_delta(files)).await?)
     }
     .await;
     let current = match result {
@@ -328,10 +327,8 @@ async fn write_batch(
         let batch = to_arrow(&table.schema, &rows)?;
         let files = write_data_files(&current, vec![batch])
             .await
-            .map_err(|e| e.to_string())?;
-        lake.commit(&current, Commit::append(files))
-            .await
-            .map_err(|e| e.to_string())
+            .map_err(Error::iceberg("write data files"))?;
+        Ok::<_, Error>(lake.commit(&current, Commit::append(files)).await?)
     }
     .await;
     match result {
@@ -355,10 +352,7 @@ async fn write_batch(
 }
 
 /// Every event's row schema must be the table's, column for column.
-fn check_fixed_schema(
-    table: &LakeTable,
-    changes: &[change_event::RowChange],
-) -> Result<(), String> {
+fn check_fixed_schema(table: &LakeTable, changes: &[change_event::RowChange]) -> Result<()> {
     let expected: BTreeMap<&str, String> = table
         .schema
         .as_struct()
@@ -380,22 +374,22 @@ fn check_fixed_schema(
         for (column, kind) in &got {
             match expected.get(column) {
                 None => {
-                    return Err(format!(
-                        "schema changed: the events have a new column `{column}` ({kind})"
-                    ));
+                    return Err(Error::SchemaChanged(format!(
+                        "the events have a new column `{column}` ({kind})"
+                    )));
                 }
                 Some(want) if want != kind => {
-                    return Err(format!(
-                        "schema changed: column `{column}` is {kind} in the events, {want} in the table"
-                    ));
+                    return Err(Error::SchemaChanged(format!(
+                        "column `{column}` is {kind} in the events, {want} in the table"
+                    )));
                 }
                 Some(_) => {}
             }
         }
         if let Some(column) = expected.keys().find(|c| !got.contains_key(*c)) {
-            return Err(format!(
-                "schema changed: the events no longer have column `{column}`"
-            ));
+            return Err(Error::SchemaChanged(format!(
+                "the events no longer have column `{column}`"
+            )));
         }
     }
     Ok(())

@@ -27,6 +27,8 @@ use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::reconcile::ConsumerLake;
 use lossproof_runtime::reconcile::gate::ConsumerPosition;
 
+use crate::error::{Error, Result};
+
 /// The Iceberg namespace consumer `kind` writes run `names`'s tables to.
 #[must_use]
 pub fn namespace(kind: &str, names: &CaptureNames) -> String {
@@ -88,11 +90,12 @@ pub fn positions(
 /// The Iceberg schema a source table maps to: the vocabulary's columns in
 /// order, field ids from 1, primary-key columns required and declared as the
 /// identifier fields, every other column optional.
-pub fn iceberg_schema(table: &TableSig) -> Result<Schema, String> {
+pub fn iceberg_schema(table: &TableSig) -> Result<Schema> {
     let mut fields = Vec::new();
     let mut keys = Vec::new();
     for (i, column) in table.columns.iter().enumerate() {
-        let id = i32::try_from(i + 1).map_err(|e| e.to_string())?;
+        let id = i32::try_from(i + 1)
+            .map_err(|_| Error::Unsupported(format!("table {}: too many columns", table.name)))?;
         let kind = Type::Primitive(primitive_type(column.sql_type)?);
         let field = if table.primary_key.contains(&column.name) {
             keys.push(id);
@@ -106,11 +109,11 @@ pub fn iceberg_schema(table: &TableSig) -> Result<Schema, String> {
         .with_fields(fields)
         .with_identifier_field_ids(keys)
         .build()
-        .map_err(|e| format!("table {}: {e}", table.name))
+        .map_err(Error::iceberg(format!("table {}", table.name)))
 }
 
 /// The Iceberg type of a `PostgreSQL` column type the vocabulary uses.
-pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType, String> {
+pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
     let t = sql_type.trim().to_ascii_lowercase();
     Ok(match t.as_str() {
         "bigint" | "int8" => PrimitiveType::Long,
@@ -126,7 +129,9 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType, String> {
                 .and_then(|ps| ps.split_once(','))
                 .and_then(|(p, s)| Some((p.trim().parse().ok()?, s.trim().parse().ok()?)));
             let Some((precision, scale)) = numeric else {
-                return Err(format!("no Iceberg type for the column type `{sql_type}`"));
+                return Err(Error::Unsupported(format!(
+                    "no Iceberg type for the column type `{sql_type}`"
+                )));
             };
             PrimitiveType::Decimal { precision, scale }
         }
@@ -164,11 +169,11 @@ pub async fn ensure_tables(
     lake: &Lake,
     namespace: &str,
     workload: &WorkloadSig,
-) -> Result<Vec<LakeTable>, String> {
+) -> Result<Vec<LakeTable>> {
     let ns: NamespaceIdent = lake
         .ensure_namespace(namespace)
         .await
-        .map_err(|e| format!("namespace {namespace}: {e}"))?;
+        .map_err(Error::iceberg(format!("namespace {namespace}")))?;
     let mut tables = Vec::new();
     for table in workload.tables {
         let schema = iceberg_schema(table)?;
@@ -177,7 +182,7 @@ pub async fn ensure_tables(
             .catalog()
             .table_exists(&ident)
             .await
-            .map_err(|e| format!("{ident}: {e}"))?;
+            .map_err(Error::iceberg(ident.to_string()))?;
         if !exists {
             let creation = TableCreation::builder()
                 .name(table.name.to_owned())
@@ -186,7 +191,7 @@ pub async fn ensure_tables(
             lake.catalog()
                 .create_table(&ns, creation)
                 .await
-                .map_err(|e| format!("create {ident}: {e}"))?;
+                .map_err(Error::iceberg(format!("create {ident}")))?;
         }
         let key_ids = schema.identifier_field_ids().collect();
         tables.push(LakeTable {
@@ -203,17 +208,25 @@ pub async fn ensure_tables(
 /// Iceberg writers need). A column missing from a row is NULL; a value that
 /// does not fit its column is an error naming both.
 #[allow(clippy::too_many_lines)] // one arm per Iceberg type
-pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
-    let arrow_schema =
-        Arc::new(iceberg::arrow::schema_to_arrow_schema(schema).map_err(|e| e.to_string())?);
+pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
+    let arrow_schema = Arc::new(
+        iceberg::arrow::schema_to_arrow_schema(schema)
+            .map_err(Error::iceberg("the Arrow schema"))?,
+    );
     let mut columns: Vec<ArrayRef> = Vec::new();
     for field in schema.as_struct().fields() {
         let name = field.name.as_str();
         let cells = rows.iter().map(|r| r.get(name).unwrap_or(&Cell::Null));
-        let bad =
-            |cell: &Cell| format!("column {name} ({}) cannot hold {cell:?}", field.field_type);
+        let bad = |cell: &Cell| {
+            Error::Value(format!(
+                "column {name} ({}) cannot hold {cell:?}",
+                field.field_type
+            ))
+        };
         let Type::Primitive(kind) = field.field_type.as_ref() else {
-            return Err(format!("column {name}: nested types are not supported"));
+            return Err(Error::Unsupported(format!(
+                "column {name}: nested types are not supported"
+            )));
         };
         let array: ArrayRef = match kind {
             PrimitiveType::Long => {
@@ -273,12 +286,14 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
                         other => return Err(bad(other)),
                     }
                 }
-                let p = u8::try_from(*precision).map_err(|e| e.to_string())?;
-                let s = i8::try_from(*scale).map_err(|e| e.to_string())?;
+                let unsupported =
+                    || Error::Unsupported(format!("column {name}: decimal({precision},{scale})"));
+                let p = u8::try_from(*precision).map_err(|_| unsupported())?;
+                let s = i8::try_from(*scale).map_err(|_| unsupported())?;
                 Arc::new(
                     b.finish()
                         .with_precision_and_scale(p, s)
-                        .map_err(|e| e.to_string())?,
+                        .map_err(Error::arrow(format!("column {name}")))?,
                 )
             }
             PrimitiveType::Timestamptz => {
@@ -308,11 +323,15 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch, String> {
                 }
                 Arc::new(b.finish())
             }
-            other => return Err(format!("column {name}: type {other} is not supported")),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "column {name}: type {other} is not supported"
+                )));
+            }
         };
         columns.push(array);
     }
-    RecordBatch::try_new(arrow_schema, columns).map_err(|e| e.to_string())
+    RecordBatch::try_new(arrow_schema, columns).map_err(Error::arrow("the batch"))
 }
 
 /// `12.30` at `scale` 2 -> 1230; `None` if it has more fraction digits than
@@ -384,7 +403,9 @@ mod tests {
         assert!(schema.field_by_name("order_id").unwrap().required);
         assert!(!amount.required);
         assert_eq!(schema.identifier_field_ids().collect::<Vec<_>>(), [1]);
-        assert!(primitive_type("geometry").unwrap_err().contains("geometry"));
+        let error = primitive_type("geometry").unwrap_err();
+        assert!(matches!(error, Error::Unsupported(_)), "{error:?}");
+        assert!(error.to_string().contains("geometry"));
     }
 
     #[test]
@@ -424,6 +445,8 @@ mod tests {
             ("amount".to_owned(), Cell::Decimal("123456789.00".into())),
         ]
         .into();
-        assert!(to_arrow(&schema, &[&wide]).unwrap_err().contains("amount"));
+        let error = to_arrow(&schema, &[&wide]).unwrap_err();
+        assert!(matches!(error, Error::Value(_)), "{error:?}");
+        assert!(error.to_string().contains("amount"));
     }
 }

@@ -5,13 +5,14 @@ use lossproof_lang::plan::PlannedAction;
 use lossproof_runtime::reconcile::source::quote_ident;
 
 use super::{Ctx, Fired, name_arg};
+use crate::error::Error;
 
 async fn execute(ctx: &Ctx<'_>, sql: String) -> Fired {
     ctx.source
         .batch_execute(&sql)
         .await
         .map(|()| sql.clone())
-        .map_err(|e| format!("{sql}: {e}"))
+        .map_err(Error::pg(sql))
 }
 
 /// `ALTER TABLE … ALTER COLUMN … TYPE` the next wider type the vocabulary
@@ -26,7 +27,7 @@ pub async fn widen(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         .find(|t| t.name == table)
         .and_then(|t| t.columns.iter().find(|c| c.name == column))
         .and_then(|c| c.widens_to)
-        .ok_or_else(|| format!("{table}.{column} has no wider type"))?;
+        .ok_or_else(|| Error::Unsupported(format!("{table}.{column} has no wider type")))?;
     execute(
         ctx,
         format!(

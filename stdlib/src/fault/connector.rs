@@ -11,10 +11,7 @@ use super::{Ctx, Fired};
 /// Delete the connector and create it again under the same name and
 /// configuration (its slot and stored offsets stay, as in a redeploy).
 pub async fn recreate(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
-    ctx.connect
-        .delete(&ctx.names.connector)
-        .await
-        .map_err(|e| format!("delete the connector: {e}"))?;
+    ctx.connect.delete(&ctx.names.connector).await?;
     debezium::start(
         ctx.connect,
         ctx.names,
@@ -22,8 +19,7 @@ pub async fn recreate(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
         ctx.source,
         Duration::from_mins(1),
     )
-    .await
-    .map_err(|e| format!("re-create the connector: {e}"))?;
+    .await?;
     Ok(format!(
         "deleted and re-created connector {}",
         ctx.names.connector
@@ -33,8 +29,6 @@ pub async fn recreate(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
 /// Drop the replication slot under the running connector (its walsender is
 /// terminated first).
 pub async fn drop_slot(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
-    debezium::drop_slot(ctx.source, &ctx.names.slot, Duration::ZERO)
-        .await
-        .map_err(|e| format!("drop slot {}: {e}", ctx.names.slot))?;
+    debezium::drop_slot(ctx.source, &ctx.names.slot, Duration::ZERO).await?;
     Ok(format!("dropped replication slot {}", ctx.names.slot))
 }

@@ -15,12 +15,18 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Ctx, Fired};
+use crate::error::Error;
 
 #[allow(clippy::unused_async)] // every fault has the registry's async signature
 pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     let share = match action.args.get("share") {
         Some(ArgValue::Percent(p)) => *p,
-        other => return Err(format!("`{}` has no share ({other:?})", action.text)),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "`{}` has no share ({other:?})",
+                action.text
+            )));
+        }
     };
     let broker = format!("127.0.0.1:{}", ctx.ports.broker);
     let topics = crate::consumer::topics(ctx.names, ctx.workload);
@@ -33,23 +39,25 @@ pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
         .create()
-        .map_err(|e| format!("kafka client: {e}"))?;
+        .map_err(Error::kafka("kafka client"))?;
     let producer: BaseProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", &broker)
         .create()
-        .map_err(|e| format!("kafka producer: {e}"))?;
+        .map_err(Error::kafka("kafka producer"))?;
     // From now on: every record that arrives from here is a candidate.
     let mut from = TopicPartitionList::new();
     for topic in &topics {
-        for partition in lossproof_runtime::reconcile::gate::partitions_of(&reader, topic)? {
+        for partition in lossproof_runtime::reconcile::gate::partitions_of(&reader, topic)
+            .map_err(Error::kafka(format!("partitions of {topic}")))?
+        {
             let start = reader
                 .fetch_watermarks(topic, partition, Duration::from_secs(5))
                 .map_or(Offset::Beginning, |(_, high)| Offset::Offset(high));
             from.add_partition_offset(topic, partition, start)
-                .map_err(|e| e.to_string())?;
+                .map_err(Error::kafka("assign"))?;
         }
     }
-    reader.assign(&from).map_err(|e| e.to_string())?;
+    reader.assign(&from).map_err(Error::kafka("assign"))?;
     // A thread of its own until the phase ends (bounded by it), or the
     // seed ends first.
     let alive = ctx.seed_alive.clone();

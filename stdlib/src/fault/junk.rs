@@ -10,6 +10,7 @@ use lossproof_lang::plan::PlannedAction;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use super::{Ctx, Fired, count_arg, name_arg};
+use crate::error::Error;
 
 /// A schema id far above any the embedded registry hands out.
 const UNKNOWN_SCHEMA_ID: u32 = 0x7fff_fff0;
@@ -25,7 +26,7 @@ pub async fn inject(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         )
         .set("message.timeout.ms", "10000")
         .create()
-        .map_err(|e| format!("kafka producer: {e}"))?;
+        .map_err(Error::kafka("kafka producer"))?;
     for i in 0..count {
         let payload: Vec<u8> = if i % 2 == 0 {
             b"\xffnot an Avro record: lossproof junk".to_vec()
@@ -41,7 +42,7 @@ pub async fn inject(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
                 Duration::from_secs(10),
             )
             .await
-            .map_err(|(e, _)| format!("produce to {topic}: {e}"))?;
+            .map_err(|(e, _)| Error::kafka(format!("produce to {topic}"))(e))?;
     }
     Ok(format!("produced {count} junk records into {topic}"))
 }

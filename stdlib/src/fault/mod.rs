@@ -3,7 +3,8 @@
 //! here + one line in [`REGISTRY`].
 //!
 //! A fault either fires (`Ok(what it did)`) or does not (`Err(why not)`, e.g.
-//! "consumer careless was already down"); the executor records both in the
+//! [`Error::NotFired`]: "consumer careless was already down"); the executor
+//! records both in the
 //! `faults` table, so a scenario can prove every fault fired.
 
 mod alter;
@@ -21,6 +22,8 @@ use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::supervisor::Supervised;
 use lossproof_runtime::{ConnectClient, Ports, Stack};
+
+use crate::error::Error;
 
 /// What a fault may touch during one seed.
 pub struct Ctx<'a> {
@@ -45,8 +48,9 @@ pub struct Ctx<'a> {
     pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
 }
 
-/// `Ok(what happened)` or `Err(why it did not fire)`.
-pub type Fired = Result<String, String>;
+/// `Ok(what happened)` or `Err(why it did not fire)`: [`Error::NotFired`]
+/// when the fault could not act, another variant when acting failed.
+pub type Fired = Result<String, Error>;
 
 type FaultFn = for<'a> fn(&'a Ctx<'a>, &'a PlannedAction) -> BoxFuture<'a, Fired>;
 
@@ -75,10 +79,13 @@ pub fn find(name: &str) -> Option<FaultFn> {
     REGISTRY.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
-fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, String> {
+fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, Error> {
     match action.args.get(arg) {
         Some(ArgValue::Name(n)) => Ok(n),
-        other => Err(format!("`{}` has no {arg} ({other:?})", action.text)),
+        other => Err(Error::Unsupported(format!(
+            "`{}` has no {arg} ({other:?})",
+            action.text
+        ))),
     }
 }
 

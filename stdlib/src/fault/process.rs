@@ -10,6 +10,7 @@ use lossproof_runtime::Component;
 use nix::sys::signal::Signal;
 
 use super::{Ctx, Fired};
+use crate::error::{Error, Result};
 
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -39,11 +40,11 @@ pub(crate) fn can_target(name: &str) -> bool {
     matches!(name, "consumer" | "connector") || component_named(name).is_some()
 }
 
-async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
+async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which> {
     let target = action
         .target
         .as_ref()
-        .ok_or_else(|| format!("`{}` has no target", action.text))?;
+        .ok_or_else(|| Error::Unsupported(format!("`{}` has no target", action.text)))?;
     Ok(match target.component.as_str() {
         "consumer" => Which::Consumers(match &target.consumer {
             Some(one) => vec![one.clone()],
@@ -53,10 +54,10 @@ async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which, String> {
         other => match component_named(other) {
             Some(c) => Which::Component(c),
             None => {
-                return Err(format!(
+                return Err(Error::Unsupported(format!(
                     "`{}`: {other} cannot be targeted by this fault yet",
                     action.text
-                ));
+                )));
             }
         },
     })
@@ -67,7 +68,7 @@ async fn on_consumers(
     ctx: &Ctx<'_>,
     names: &[String],
     verb: &str,
-    each: impl Fn(&mut lossproof_runtime::supervisor::Supervised) -> Result<bool, String>,
+    each: impl Fn(&mut lossproof_runtime::supervisor::Supervised) -> Result<bool>,
 ) -> Fired {
     let mut consumers = ctx.consumers.lock().await;
     let mut done = Vec::new();
@@ -84,26 +85,23 @@ async fn on_consumers(
         }
     }
     if done.is_empty() {
-        Err(skipped.join("; "))
+        Err(Error::NotFired(skipped.join("; ")))
     } else {
         Ok(format!("{verb} consumer {}", done.join(", ")))
     }
 }
 
-fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRecord, String> {
+fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRecord> {
     ctx.stack
-        .process(c)
-        .map_err(|e| e.to_string())?
+        .process(c)?
         .filter(lossproof_runtime::ProcessRecord::alive)
-        .ok_or_else(|| format!("{} was already down", c.name()))
+        .ok_or_else(|| Error::NotFired(format!("{} was already down", c.name())))
 }
 
 /// `up` starts whatever is down again (bounded by its own health probes).
-async fn repair(ctx: &Ctx<'_>) -> Result<(), String> {
-    ctx.stack
-        .up(&|_| {})
-        .await
-        .map_err(|e| format!("restarting the stack: {e}"))
+async fn repair(ctx: &Ctx<'_>) -> Result<()> {
+    ctx.stack.up(&|_| {}).await?;
+    Ok(())
 }
 
 /// SIGKILL; the supervisor starts it again at once.
@@ -113,7 +111,7 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             on_consumers(ctx, &names, "killed", |c| {
                 let killed = c.kill();
                 c.start()
-                    .map_err(|e| format!("restarting consumer {}: {e}", c.name))?;
+                    .map_err(Error::io(format!("restart consumer {}", c.name)))?;
                 Ok(killed)
             })
             .await
@@ -128,7 +126,9 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
                 process.pid
             ))
         }
-        Which::Connector => Err("a connector is not a process: use `restart connector`".into()),
+        Which::Connector => Err(Error::Unsupported(
+            "a connector is not a process: use `restart connector`".into(),
+        )),
     }
 }
 
@@ -140,16 +140,11 @@ pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         }
         Which::Component(c) => {
             let process = component(ctx, c)?;
-            tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE))
-                .await
-                .map_err(|e| e.to_string())?;
+            tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
             Ok(format!("stopped {}", c.name()))
         }
         Which::Connector => {
-            ctx.connect
-                .stop(&ctx.names.connector)
-                .await
-                .map_err(|e| e.to_string())?;
+            ctx.connect.stop(&ctx.names.connector).await?;
             Ok("stopped the connector".into())
         }
     }
@@ -164,14 +159,11 @@ pub async fn pause(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             if process.signal(Signal::SIGSTOP) {
                 Ok(format!("paused {}", c.name()))
             } else {
-                Err(format!("{} could not be paused", c.name()))
+                Err(Error::NotFired(format!("{} could not be paused", c.name())))
             }
         }
         Which::Connector => {
-            ctx.connect
-                .pause(&ctx.names.connector)
-                .await
-                .map_err(|e| e.to_string())?;
+            ctx.connect.pause(&ctx.names.connector).await?;
             Ok("paused the connector".into())
         }
     }
@@ -184,20 +176,19 @@ pub async fn resume(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         Which::Component(c) => {
             let process = ctx
                 .stack
-                .process(c)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("{} is not running", c.name()))?;
+                .process(c)?
+                .ok_or_else(|| Error::NotFired(format!("{} is not running", c.name())))?;
             if process.signal(Signal::SIGCONT) {
                 Ok(format!("resumed {}", c.name()))
             } else {
-                Err(format!("{} could not be resumed", c.name()))
+                Err(Error::NotFired(format!(
+                    "{} could not be resumed",
+                    c.name()
+                )))
             }
         }
         Which::Connector => {
-            ctx.connect
-                .resume(&ctx.names.connector)
-                .await
-                .map_err(|e| e.to_string())?;
+            ctx.connect.resume(&ctx.names.connector).await?;
             Ok("resumed the connector".into())
         }
     }
@@ -210,25 +201,20 @@ pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             on_consumers(ctx, &names, "restarted", |c| {
                 c.terminate(GRACE);
                 c.start()
-                    .map_err(|e| format!("starting consumer {}: {e}", c.name))?;
+                    .map_err(Error::io(format!("start consumer {}", c.name)))?;
                 Ok(true)
             })
             .await
         }
         Which::Component(c) => {
             if let Ok(process) = component(ctx, c) {
-                tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
             }
             repair(ctx).await?;
             Ok(format!("restarted {}", c.name()))
         }
         Which::Connector => {
-            ctx.connect
-                .restart(&ctx.names.connector)
-                .await
-                .map_err(|e| e.to_string())?;
+            ctx.connect.restart(&ctx.names.connector).await?;
             Ok("restarted the connector and its tasks".into())
         }
     }

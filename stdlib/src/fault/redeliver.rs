@@ -8,6 +8,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Ctx, Fired, count_arg};
+use crate::error::Error;
 
 /// For each consumer: stop it gracefully (it leaves its group), commit
 /// offset 0 for every topic as its group, start it again.
@@ -22,7 +23,7 @@ pub async fn from_start(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             rewind(ctx.ports.broker, &group, &topics)?;
             consumer
                 .start()
-                .map_err(|e| format!("restart consumer {name}: {e}"))?;
+                .map_err(Error::io(format!("restart consumer {name}")))?;
         }
         if round + 1 < times {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -35,21 +36,23 @@ pub async fn from_start(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     ))
 }
 
-fn rewind(broker: u16, group: &str, topics: &[String]) -> Result<(), String> {
+fn rewind(broker: u16, group: &str, topics: &[String]) -> Result<(), Error> {
     let client: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
         .set("group.id", group)
         .set("enable.auto.commit", "false")
         .create()
-        .map_err(|e| format!("kafka client: {e}"))?;
+        .map_err(Error::kafka("kafka client"))?;
     let mut list = TopicPartitionList::new();
     for topic in topics {
-        for partition in lossproof_runtime::reconcile::gate::partitions_of(&client, topic)? {
+        for partition in lossproof_runtime::reconcile::gate::partitions_of(&client, topic)
+            .map_err(Error::kafka(format!("partitions of {topic}")))?
+        {
             list.add_partition_offset(topic, partition, Offset::Offset(0))
-                .map_err(|e| e.to_string())?;
+                .map_err(Error::kafka("rewind"))?;
         }
     }
     client
         .commit(&list, CommitMode::Sync)
-        .map_err(|e| format!("rewind group {group}: {e}"))
+        .map_err(Error::kafka(format!("rewind group {group}")))
 }

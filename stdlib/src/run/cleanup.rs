@@ -1,13 +1,16 @@
 //! The last step of a seed, on every path out of it: the connector, slot
 //! and publication removed, the topics and consumer groups deleted, the
-//! namespaces dropped (kept with `--keep` when the seed did not pass).
+//! seed's source database and its namespaces dropped (both kept with
+//! `--keep` when the seed did not pass, for `lossproof reconcile --run`).
 
 use lossproof_runtime::debezium::{self, CaptureNames};
-use lossproof_runtime::{ConnectClient, Lake, Stack};
+use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
 
 use super::{Options, Verdict};
+use crate::error::Error;
 
-/// Remove what the seed created (the lake only when it is not kept).
+/// Remove what the seed created (the lake only when it is not kept); what
+/// could not be removed, for the log (each step is tried regardless).
 pub(super) async fn cleanup(
     stack: &Stack,
     connect: &ConnectClient,
@@ -15,24 +18,43 @@ pub(super) async fn cleanup(
     source: &tokio_postgres::Client,
     options: &Options,
     verdict: Verdict,
-    broker: u16,
-) {
-    let _ = debezium::remove(connect, names, source).await;
-    let _ = crate::workload::capture::delete_topics(broker, &names.topic_prefix).await;
+    ports: Ports,
+) -> Vec<Error> {
+    let broker = ports.broker;
+    let mut failed = Vec::new();
+    if let Err(e) = debezium::remove(connect, names, source).await {
+        failed.push(e.into());
+    }
+    if let Err(e) = crate::workload::capture::delete_topics(broker, &names.topic_prefix).await {
+        failed.push(e);
+    }
     let groups: Vec<String> = options
         .consumers
         .iter()
         .map(|c| crate::consumer::group(c, names))
         .collect();
-    let _ = crate::workload::capture::delete_groups(broker, &groups).await;
+    if let Err(e) = crate::workload::capture::delete_groups(broker, &groups).await {
+        failed.push(e);
+    }
     if options.keep && verdict != Verdict::Pass {
-        return;
+        return failed;
     }
-    if let Ok(lake) = Lake::open(stack.state().root()).await {
-        for consumer in &options.consumers {
-            let _ = lake
-                .drop_namespace(&crate::consumer::namespace(consumer, names))
-                .await;
+    if names.database != lossproof_runtime::stack::SOURCE_DATABASE
+        && let Err(e) =
+            lossproof_runtime::postgres::drop_database(ports.source_postgres, &names.database).await
+    {
+        failed.push(e.into());
+    }
+    match Lake::open(stack.state().root()).await {
+        Ok(lake) => {
+            for consumer in &options.consumers {
+                let namespace = crate::consumer::namespace(consumer, names);
+                if let Err(e) = lake.drop_namespace(&namespace).await {
+                    failed.push(Error::iceberg(format!("drop namespace {namespace}"))(e));
+                }
+            }
         }
+        Err(e) => failed.push(e.into()),
     }
+    failed
 }

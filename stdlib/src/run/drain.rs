@@ -10,6 +10,7 @@ use lossproof_runtime::debezium;
 use lossproof_runtime::reconcile::gate;
 use lossproof_runtime::supervisor::Supervised;
 
+use crate::error::{Error, Result};
 use crate::fault::Ctx;
 
 /// Bring the pipeline to the source's current end, bounded by `limit`:
@@ -21,16 +22,14 @@ pub(super) async fn drain(
     positions: &[gate::ConsumerPosition],
     lake: &Lake,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<()> {
     for consumer in ctx.consumers.lock().await.values_mut() {
         consumer.resume();
         consumer
             .start()
-            .map_err(|e| format!("restart consumer {}: {e}", consumer.name))?;
+            .map_err(Error::io(format!("restart consumer {}", consumer.name)))?;
     }
-    let final_lsn = debezium::current_lsn(ctx.source)
-        .await
-        .map_err(|e| e.to_string())?;
+    let final_lsn = debezium::current_lsn(ctx.source).await?;
     gate::wait_scoreable(
         ctx.connect,
         ctx.names,
@@ -41,8 +40,8 @@ pub(super) async fn drain(
         Some(lake),
         limit,
     )
-    .await
-    .map_err(|invalid| invalid.to_string())
+    .await?;
+    Ok(())
 }
 
 /// Stop every consumer gracefully (it finishes the batch in hand); the

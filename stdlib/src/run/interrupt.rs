@@ -7,11 +7,11 @@ pub type Interrupt = tokio::sync::watch::Receiver<Option<&'static str>>;
 /// An [`Interrupt`] that turns on SIGINT (Ctrl-C) or SIGTERM. Installing it
 /// replaces the default handlers: the process no longer dies on them, the
 /// seed under way is stopped and cleaned up instead. Needs a Tokio runtime.
-pub fn interrupt_on_signals() -> Result<Interrupt, String> {
+pub fn interrupt_on_signals() -> crate::Result<Interrupt> {
     use tokio::signal::unix::{SignalKind, signal};
     let (tx, rx) = tokio::sync::watch::channel(None);
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(crate::Error::io("SIGINT handler"))?;
+    let mut term = signal(SignalKind::terminate()).map_err(crate::Error::io("SIGTERM handler"))?;
     tokio::spawn(async move {
         let name = tokio::select! {
             _ = int.recv() => "SIGINT",

@@ -32,10 +32,11 @@ use std::time::{Duration, Instant};
 use lossproof_lang::Plan;
 use lossproof_lang::timeline::Occurrence;
 use lossproof_runtime::debezium::CaptureNames;
-use lossproof_runtime::reconcile::Summary;
+use lossproof_runtime::reconcile::{DiffRow, Summary};
 use lossproof_runtime::{ConnectClient, Lake, Stack};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::fault::Ctx;
 
 mod cleanup;
@@ -47,6 +48,9 @@ mod setup;
 
 pub use interrupt::{Interrupt, interrupt_on_signals, never_interrupted};
 pub use score::{faults_batch, nothing_to_judge};
+
+/// Diff rows kept per consumer in a seed's record (`SeedRecord::samples`).
+pub const SAMPLES_PER_CONSUMER: usize = 8;
 
 /// `LOSSPROOF_RUN_FAILPOINT=panic-during-load` makes the executor panic
 /// one second into a load phase (tests check that clean-up still runs).
@@ -157,6 +161,11 @@ pub struct SeedRecord {
     /// Diff rows per consumer (scored seeds only).
     pub wrong_rows: BTreeMap<String, u64>,
     pub summary: Vec<Summary>,
+    /// A few diff rows per consumer (at most [`SAMPLES_PER_CONSUMER`], of
+    /// as many kinds as there are), for the report: what the damage looks
+    /// like, source and lake side by side.
+    #[serde(default)]
+    pub samples: Vec<DiffRow>,
     pub assertions: Vec<AssertionRecord>,
     pub workload_ops: u64,
     pub workload_failed: u64,
@@ -178,17 +187,125 @@ pub struct RunRecord {
     pub run_id: String,
     pub seeds: Vec<u64>,
     pub consumers: Vec<String>,
+    /// `run --time-scale`: every duration of the scenario's timeline was
+    /// multiplied by this (`Plan::time_scaled`); 1 for a full run.
+    #[serde(default = "full_time")]
+    pub time_scale: f64,
     pub results: Vec<SeedRecord>,
+}
+
+fn full_time() -> f64 {
+    1.0
+}
+
+impl SeedRecord {
+    /// The record of a seed that has not run yet: INVALID until scored,
+    /// nothing planned, fired or counted.
+    #[must_use]
+    pub fn new(seed: u64, run: String) -> Self {
+        Self {
+            seed,
+            run,
+            verdict: Verdict::Invalid,
+            reason: None,
+            planned: Vec::new(),
+            faults: Vec::new(),
+            wrong_rows: BTreeMap::new(),
+            summary: Vec::new(),
+            samples: Vec::new(),
+            assertions: Vec::new(),
+            workload_ops: 0,
+            workload_failed: 0,
+            ops_per_second: Vec::new(),
+            timings: Timings::default(),
+            diff_file: None,
+        }
+    }
 }
 
 impl RunRecord {
     /// Read a record written by `run`.
-    pub fn read(path: &std::path::Path) -> Result<Self, String> {
+    pub fn read(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a run record: {e}", path.display()))
+            .map_err(Error::io(format!("cannot read {}", path.display())))?;
+        serde_json::from_str(&text).map_err(|source| Error::Record {
+            path: path.to_owned(),
+            source,
+        })
     }
+
+    /// One record of the seeds of `records`: shards of one run (`run
+    /// --partition K/N` on several machines) or runs of the same scenario
+    /// and consumers on different days. Refused, with the reason: no
+    /// record, records of different scenarios or consumers, a seed in two
+    /// records (which one counts would be a guess). Seeds come out in
+    /// order; the run id lists the runs merged.
+    pub fn merge(records: Vec<Self>) -> Result<Self> {
+        let mut records = records.into_iter();
+        let mut merged = records
+            .next()
+            .ok_or_else(|| Error::Merge("no run record to merge".into()))?;
+        let mut run_ids = vec![merged.run_id.clone()];
+        for record in records {
+            if record.scenario != merged.scenario {
+                return Err(Error::Merge(format!(
+                    "run {} is of scenario {}, run {} of {}: only runs of one scenario merge",
+                    merged.run_id, merged.scenario, record.run_id, record.scenario
+                )));
+            }
+            if (record.time_scale - merged.time_scale).abs() > f64::EPSILON {
+                return Err(Error::Merge(format!(
+                    "run {} ran at time scale {}, run {} at {}: their damage would not compare",
+                    merged.run_id, merged.time_scale, record.run_id, record.time_scale
+                )));
+            }
+            if record.consumers != merged.consumers {
+                return Err(Error::Merge(format!(
+                    "run {} tested consumers {}, run {} tested {}: their distributions would not compare",
+                    merged.run_id,
+                    merged.consumers.join(","),
+                    record.run_id,
+                    record.consumers.join(",")
+                )));
+            }
+            if let Some(seed) = record.seeds.iter().find(|s| merged.seeds.contains(s)) {
+                return Err(Error::Merge(format!(
+                    "seed {seed} is in run {} and in run {}: merge runs of disjoint seeds \
+                     (e.g. `--partition 1/2` and `--partition 2/2`)",
+                    merged.run_id, record.run_id
+                )));
+            }
+            run_ids.push(record.run_id);
+            merged.seeds.extend(record.seeds);
+            merged.results.extend(record.results);
+        }
+        merged.seeds.sort_unstable();
+        merged.results.sort_by_key(|r| r.seed);
+        if run_ids.len() > 1 {
+            merged.run_id = run_ids.join("+");
+        }
+        Ok(merged)
+    }
+}
+
+/// The `k`-th of `n` shares of `seeds` (1-based, nextest's `count:K/N`):
+/// seed i (in the order given) goes to share `i % n + 1`, so the shares are
+/// disjoint, cover every seed, and differ in size by one at most.
+///
+/// # Errors
+/// When `k` is not in `1..=n`.
+pub fn partition(seeds: &[u64], k: usize, n: usize) -> Result<Vec<u64>> {
+    if n == 0 || k == 0 || k > n {
+        return Err(Error::Unsupported(format!(
+            "--partition {k}/{n}: K must be 1 to N (the K-th of N shares)"
+        )));
+    }
+    Ok(seeds
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % n == k - 1)
+        .map(|(_, s)| *s)
+        .collect())
 }
 
 /// Run one seed. Never panics on a stack problem: that is an INVALID seed
@@ -203,40 +320,27 @@ pub async fn run_seed(
     let started = Instant::now();
     let run = format!("{}s{seed}", options.run_id);
     let timeline = plan.timeline(seed);
-    let mut record = SeedRecord {
-        seed,
-        run: run.clone(),
-        verdict: Verdict::Invalid,
-        reason: None,
-        planned: timeline.occurrences.clone(),
-        faults: timeline
-            .occurrences
-            .iter()
-            .map(|o| FaultRecord {
-                phase: o.phase,
-                planned_ms: o.offset_ms,
-                action: o.action,
-                fault: o.fault.clone(),
-                text: o.text.clone(),
-                location: options.locations.action(o.action),
-                fired: false,
-                fired_ms: None,
-                during_load: false,
-                outcome: "not reached".into(),
-            })
-            .collect(),
-        wrong_rows: BTreeMap::new(),
-        summary: Vec::new(),
-        assertions: Vec::new(),
-        workload_ops: 0,
-        workload_failed: 0,
-        ops_per_second: Vec::new(),
-        timings: Timings::default(),
-        diff_file: None,
-    };
-    if let Err(reason) = execute(stack, plan, seed, options, &run, &mut record, progress).await {
+    let mut record = SeedRecord::new(seed, run.clone());
+    record.planned.clone_from(&timeline.occurrences);
+    record.faults = timeline
+        .occurrences
+        .iter()
+        .map(|o| FaultRecord {
+            phase: o.phase,
+            planned_ms: o.offset_ms,
+            action: o.action,
+            fault: o.fault.clone(),
+            text: o.text.clone(),
+            location: options.locations.action(o.action),
+            fired: false,
+            fired_ms: None,
+            during_load: false,
+            outcome: "not reached".into(),
+        })
+        .collect();
+    if let Err(error) = execute(stack, plan, seed, options, &run, &mut record, progress).await {
         record.verdict = Verdict::Invalid;
-        record.reason = Some(reason);
+        record.reason = Some(error.to_string());
     }
     record.timings.total_ms = millis(started.elapsed());
     record
@@ -251,15 +355,23 @@ async fn execute(
     run: &str,
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
-    let ports = stack.ports().map_err(|e| e.to_string())?;
-    let names = CaptureNames::for_run(run);
-    let source = lossproof_runtime::postgres::connect(
-        ports.source_postgres,
-        lossproof_runtime::stack::SOURCE_DATABASE,
-    )
-    .await
-    .map_err(|e| format!("source database: {e}"))?;
+) -> Result<()> {
+    let ports = stack.ports()?;
+    // A database of the seed's own: seeds running at once (`--jobs`) each
+    // have their tables, history and publication; dropped in clean-up.
+    let names = CaptureNames::for_run(run).in_own_database();
+    lossproof_runtime::postgres::ensure_database(ports.source_postgres, &names.database).await?;
+    let source = match lossproof_runtime::postgres::connect(ports.source_postgres, &names.database)
+        .await
+    {
+        Ok(source) => source,
+        Err(e) => {
+            let _ =
+                lossproof_runtime::postgres::drop_database(ports.source_postgres, &names.database)
+                    .await;
+            return Err(e.into());
+        }
+    };
     let connect = ConnectClient::new(ports.connect);
     // Whatever happens from here on (an error, INVALID, a failed fault, a
     // panic, SIGINT or SIGTERM), the seed's consumers stop (dropping the
@@ -275,27 +387,30 @@ async fn execute(
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(no message)".to_owned());
-            Err(format!("the executor panicked: {what}"))
+            Err(Error::Panicked(what))
         }),
         signal = interrupt::interrupted(options.interrupt.clone()) => {
             progress(&format!("{signal}: stopping the seed and cleaning up"));
-            Err(format!("interrupted by {signal}"))
+            Err(Error::Interrupted(signal))
         }
     };
     if result.is_err() {
         record.verdict = Verdict::Invalid;
     }
     progress("cleaning up");
-    cleanup::cleanup(
+    let left = cleanup::cleanup(
         stack,
         &connect,
         &names,
         &source,
         options,
         record.verdict,
-        ports.broker,
+        ports,
     )
     .await;
+    for error in left {
+        progress(&format!("clean-up: could not remove: {error}"));
+    }
     result
 }
 
@@ -312,7 +427,7 @@ async fn seed_body(
     connect: &ConnectClient,
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+) -> Result<()> {
     // 1. Set-up: source tables, topics, connector, consumers.
     let prepared =
         setup::setup(stack, plan, options, run, names, source, connect, progress).await?;
@@ -332,9 +447,7 @@ async fn seed_body(
         consumers: &prepared.consumers,
     };
     let positions = crate::consumer::positions(&options.consumers, names, prepared.workload);
-    let lake = Lake::open(stack.state().root())
-        .await
-        .map_err(|e| e.to_string())?;
+    let lake = Lake::open(stack.state().root()).await?;
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(&mut ctx, plan, &positions, &lake, record, progress).await?;
@@ -365,4 +478,92 @@ async fn seed_body(
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(seed: u64, wrong: u64) -> SeedRecord {
+        let mut record = SeedRecord::new(seed, format!("runs{seed}"));
+        record.verdict = if wrong == 0 {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        record.wrong_rows = BTreeMap::from([("careless".to_owned(), wrong)]);
+        record
+    }
+
+    fn record(run_id: &str, scenario: &str, seeds: &[u64]) -> RunRecord {
+        RunRecord {
+            lossproof_version: "0".into(),
+            scenario: scenario.into(),
+            file: "crash.lp".into(),
+            run_id: run_id.into(),
+            seeds: seeds.to_vec(),
+            consumers: vec!["careless".into()],
+            time_scale: 1.0,
+            results: seeds.iter().map(|s| seed(*s, *s)).collect(),
+        }
+    }
+
+    #[test]
+    fn partitions_are_disjoint_cover_every_seed_and_balance() {
+        let seeds: Vec<u64> = (1..=50).collect();
+        for n in 1..=7 {
+            let mut all = Vec::new();
+            for k in 1..=n {
+                let share = partition(&seeds, k, n).unwrap();
+                assert!(share.len().abs_diff(seeds.len() / n) <= 1, "{k}/{n}");
+                all.extend(share);
+            }
+            all.sort_unstable();
+            assert_eq!(all, seeds, "n = {n}");
+        }
+        assert_eq!(partition(&[1, 2, 3, 4, 5], 2, 2).unwrap(), [2, 4]);
+        for (k, n) in [(0, 2), (3, 2), (1, 0)] {
+            assert!(
+                matches!(partition(&seeds, k, n), Err(Error::Unsupported(_))),
+                "{k}/{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn shards_merge_into_one_run_in_seed_order() {
+        let merged = RunRecord::merge(vec![
+            record("a", "crash", &[2, 4]),
+            record("b", "crash", &[1, 3]),
+        ])
+        .unwrap();
+        assert_eq!(merged.seeds, [1, 2, 3, 4]);
+        let order: Vec<u64> = merged.results.iter().map(|r| r.seed).collect();
+        assert_eq!(order, [1, 2, 3, 4]);
+        assert_eq!(merged.run_id, "a+b");
+        assert_eq!(merged.results[2].wrong_rows["careless"], 3);
+    }
+
+    #[test]
+    fn records_that_do_not_belong_together_are_refused() {
+        let refused = |records| match RunRecord::merge(records) {
+            Err(Error::Merge(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert!(refused(vec![]).contains("no run record"));
+        let why = refused(vec![record("a", "crash", &[1]), record("b", "widen", &[2])]);
+        assert!(
+            why.contains("scenario crash") && why.contains("widen"),
+            "{why}"
+        );
+        let why = refused(vec![
+            record("a", "crash", &[1, 2]),
+            record("b", "crash", &[2, 3]),
+        ]);
+        assert!(why.contains("seed 2"), "{why}");
+        let mut other = record("b", "crash", &[3]);
+        other.consumers = vec!["correct".into()];
+        let why = refused(vec![record("a", "crash", &[1]), other]);
+        assert!(why.contains("consumers"), "{why}");
+    }
 }

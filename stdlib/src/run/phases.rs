@@ -11,6 +11,7 @@ use lossproof_runtime::Lake;
 use lossproof_runtime::reconcile::gate;
 
 use super::{FAILPOINT, SeedRecord, millis};
+use crate::error::{Error, Result};
 use crate::fault::{self, Ctx};
 use crate::workload;
 
@@ -23,9 +24,9 @@ pub(super) async fn phases(
     lake: &Lake,
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<Duration, String> {
+) -> Result<Duration> {
     let (seed, ports) = (ctx.seed, ctx.ports);
-    let database = lossproof_runtime::stack::SOURCE_DATABASE;
+    let database = ctx.names.database.clone();
     // Phases: the workload runs, faults fire at their offsets meanwhile.
     // Load phases continue the same streams (no key is inserted twice).
     let mut streams = Some(workload::Streams::new(&plan.workload, seed));
@@ -52,8 +53,9 @@ pub(super) async fn phases(
                     let started = Instant::now();
                     super::drain::drain(ctx, positions, lake, drain_limit)
                         .await
-                        .map_err(|e| {
-                            format!("the drain between phases (phase {}): {e}", index + 1)
+                        .map_err(|e| Error::BetweenPhases {
+                            phase: index + 1,
+                            source: Box::new(e),
                         })?;
                     progress(&format!(
                         "drained in {:.1}s",
@@ -70,9 +72,10 @@ pub(super) async fn phases(
         let workload = match (load, streams.take()) {
             (true, Some(mut streams)) => {
                 let plan = plan.workload.clone();
+                let database = database.clone();
                 Some(workload::AbortOnDrop(tokio::spawn(async move {
                     let report = streams
-                        .run(&plan, ports.source_postgres, database, duration)
+                        .run(&plan, ports.source_postgres, &database, duration)
                         .await;
                     (streams, report)
                 })))
@@ -81,7 +84,7 @@ pub(super) async fn phases(
                 streams = kept;
                 None
             }
-            (true, None) => return Err("the workload's streams were lost".into()),
+            (true, None) => return Err(Error::Internal("the workload's streams were lost")),
         };
         if load && std::env::var_os(FAILPOINT).is_some_and(|v| v == "panic-during-load") {
             // The executor's own test hook: a bug in the middle of a load.
@@ -105,11 +108,17 @@ pub(super) async fn phases(
             entry.during_load = workload.as_ref().is_some_and(|w| !w.0.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
             ctx.occurrence = i;
-            let fire = fault::find(&action.fault)
-                .ok_or_else(|| format!("fault {} has no implementation", action.fault))?;
+            let fire = fault::find(&action.fault).ok_or_else(|| {
+                Error::Unsupported(format!("fault {} has no implementation", action.fault))
+            })?;
             let outcome = tokio::time::timeout(Duration::from_mins(2), fire(ctx, action))
                 .await
-                .unwrap_or_else(|_| Err("did not finish within 2 min".into()));
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        what: action.text.clone(),
+                        limit_s: 120,
+                    })
+                });
             entry.fired = outcome.is_ok();
             entry.outcome = outcome.unwrap_or_else(|why| format!("not fired: {why}"));
             progress(&format!(
@@ -122,11 +131,9 @@ pub(super) async fn phases(
         }
         match workload {
             Some(mut handle) => {
-                let (kept, report) = (&mut handle.0)
-                    .await
-                    .map_err(|e| format!("workload: {e}"))?;
+                let (kept, report) = (&mut handle.0).await?;
                 streams = Some(kept);
-                let report = report.map_err(|e| format!("workload: {e}"))?;
+                let report = report.map_err(Error::pg("workload"))?;
                 record.workload_ops += report.ops;
                 record.workload_failed += report.failed;
                 // Place the phase's seconds on the seed's clock.

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use lossproof_lang::Plan;
 use lossproof_runtime::debezium::CaptureNames;
-use lossproof_runtime::reconcile;
+use lossproof_runtime::reconcile::{self, DiffRow};
 use lossproof_runtime::{Lake, Stack};
 
 use super::{AssertionRecord, FaultRecord, Options, SeedRecord, Verdict};
+use crate::error::{Error, Result};
 
 /// Reconcile, evaluate the assertions, set the verdict.
 pub(super) async fn score(
@@ -23,10 +24,11 @@ pub(super) async fn score(
     source: &tokio_postgres::Client,
     lake: &Lake,
     record: &mut SeedRecord,
-) -> Result<(), String> {
+) -> Result<()> {
     let lakes = crate::consumer::lakes(&options.consumers, names);
-    let workload = crate::workloads::find(&plan.workload.name)
-        .ok_or_else(|| format!("workload {} does not exist", plan.workload.name))?;
+    let workload = crate::workloads::find(&plan.workload.name).ok_or_else(|| {
+        Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
+    })?;
     let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
     let scored = reconcile::reconcile(source, lake, &tables, &lakes).await?;
     for consumer in &options.consumers {
@@ -35,6 +37,7 @@ pub(super) async fn score(
             .insert(consumer.clone(), scored.wrong_rows(consumer));
     }
     record.summary.clone_from(&scored.summary);
+    record.samples = samples(&scored.diff, &options.consumers);
     let namespaces: Vec<(String, String)> = options
         .consumers
         .iter()
@@ -111,12 +114,43 @@ pub(super) async fn score(
                 .join("runs")
                 .join(&record.run)
                 .join("diff.json");
-            let text = serde_json::to_string_pretty(&scored.diff).map_err(|e| e.to_string())?;
-            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = serde_json::to_string_pretty(&scored.diff)
+                .map_err(|_| Error::Internal("the diff does not serialize"))?;
+            std::fs::write(&path, text).map_err(Error::io(path.display().to_string()))?;
             record.diff_file = Some(path);
         }
     }
     Ok(())
+}
+
+/// Up to [`super::SAMPLES_PER_CONSUMER`] diff rows per consumer, taken
+/// round-robin over the kinds present (a seed with 2,000 `missing` and 3
+/// `stale` rows shows both kinds), in key order within a kind.
+fn samples(diff: &[DiffRow], consumers: &[String]) -> Vec<DiffRow> {
+    let mut out = Vec::new();
+    for consumer in consumers {
+        let mut by_kind: std::collections::BTreeMap<_, Vec<&DiffRow>> =
+            std::collections::BTreeMap::new();
+        for row in diff.iter().filter(|r| &r.consumer == consumer) {
+            by_kind.entry(row.kind).or_default().push(row);
+        }
+        let mut taken = 0;
+        for round in 0.. {
+            let before = taken;
+            for rows in by_kind.values() {
+                if taken < super::SAMPLES_PER_CONSUMER
+                    && let Some(row) = rows.get(round)
+                {
+                    out.push((*row).clone());
+                    taken += 1;
+                }
+            }
+            if taken == before || taken == super::SAMPLES_PER_CONSUMER {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Why a run of `plan` on `options.consumers` would evaluate no assertion,

@@ -16,6 +16,7 @@ use lossproof_runtime::supervisor::Supervised;
 use lossproof_runtime::{ConnectClient, Ports, Stack};
 
 use super::Options;
+use crate::error::{Error, Result};
 use crate::workload;
 
 /// What set-up made, for the steps after it.
@@ -39,10 +40,11 @@ pub(super) async fn setup(
     source: &tokio_postgres::Client,
     connect: &ConnectClient,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<Prepared, String> {
-    let ports = stack.ports().map_err(|e| e.to_string())?;
-    let orders = crate::workloads::find(&plan.workload.name)
-        .ok_or_else(|| format!("workload {} does not exist", plan.workload.name))?;
+) -> Result<Prepared> {
+    let ports = stack.ports()?;
+    let orders = crate::workloads::find(&plan.workload.name).ok_or_else(|| {
+        Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
+    })?;
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
     let partitions = match plan.settings.get("partitions") {
         Some(SettingValue::Count(n)) => i32::try_from(*n).unwrap_or(1),
@@ -62,7 +64,7 @@ pub(super) async fn setup(
     .await?;
 
     let logs = stack.state().root().join("runs").join(run);
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    std::fs::create_dir_all(&logs).map_err(Error::io(logs.display().to_string()))?;
     let mut consumers = BTreeMap::new();
     for kind in &options.consumers {
         let mut consumer = Supervised::new(
@@ -73,7 +75,7 @@ pub(super) async fn setup(
         );
         consumer
             .start()
-            .map_err(|e| format!("start consumer {kind}: {e}"))?;
+            .map_err(Error::io(format!("start consumer {kind}")))?;
         consumers.insert(kind.clone(), consumer);
     }
     let consumers = tokio::sync::Mutex::new(consumers);

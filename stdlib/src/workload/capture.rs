@@ -8,6 +8,8 @@ use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
 use lossproof_runtime::{ConnectClient, Ports};
 
+use crate::error::{Error, Result};
+
 /// Re-create `workload`'s tables (and the reconciler's history table) in
 /// the source, create the change topics with `partitions` partitions each
 /// (Debezium keys every record by primary key, so one key stays in one
@@ -24,11 +26,11 @@ pub async fn capture(
     replica_identity_full: bool,
     partitions: i32,
     limit: Duration,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value> {
     source
         .batch_execute(&super::ddl(workload, replica_identity_full))
         .await
-        .map_err(|e| format!("create the source tables: {e}"))?;
+        .map_err(Error::pg("create the source tables"))?;
     create_topics(
         ports.broker,
         &crate::consumer::topics(names, workload),
@@ -41,22 +43,14 @@ pub async fn capture(
         .map(|t| format!("public.{}", t.name))
         .collect();
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let config = debezium::config(
-        names,
-        ports,
-        lossproof_runtime::stack::SOURCE_DATABASE,
-        &tables,
-        Encoding::Avro,
-    );
-    debezium::start(connect, names, &config, source, limit)
-        .await
-        .map_err(|e| format!("start the connector: {e}"))?;
+    let config = debezium::config(names, ports, &names.database, &tables, Encoding::Avro);
+    debezium::start(connect, names, &config, source, limit).await?;
     Ok(config)
 }
 
 /// Create `topics` with `partitions` partitions each (one replica); a topic
 /// that exists already is an error, since its partitions would be unknown.
-async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Result<(), String> {
+async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Result<()> {
     use rdkafka::admin::{NewTopic, TopicReplication};
     let admin = admin(broker)?;
     let new: Vec<NewTopic> = topics
@@ -66,17 +60,20 @@ async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Resul
     let results = admin
         .create_topics(&new, &options())
         .await
-        .map_err(|e| format!("create the change topics: {e}"))?;
+        .map_err(Error::kafka("create the change topics"))?;
     for result in results {
         if let Err((topic, code)) = result {
-            return Err(format!("create topic {topic}: {code}"));
+            return Err(Error::Kafka {
+                what: format!("create topic {topic}"),
+                source: rdkafka::error::KafkaError::AdminOp(code),
+            });
         }
     }
     Ok(())
 }
 
 /// Delete the consumer groups `groups` (absent ones are no error).
-pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<(), String> {
+pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<()> {
     if groups.is_empty() {
         return Ok(());
     }
@@ -84,17 +81,17 @@ pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<(), 
     admin(broker)?
         .delete_groups(&refs, &options())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(Error::kafka("delete consumer groups"))?;
     Ok(())
 }
 
 /// Delete every topic whose name starts with `prefix.`.
-pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<(), String> {
+pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<()> {
     let admin = admin(broker)?;
     let metadata = admin
         .inner()
         .fetch_metadata(None, Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
+        .map_err(Error::kafka("list topics"))?;
     let topics: Vec<String> = metadata
         .topics()
         .iter()
@@ -108,18 +105,18 @@ pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<(), Strin
     admin
         .delete_topics(&refs, &options())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(Error::kafka("delete topics"))?;
     Ok(())
 }
 
 type Admin = rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>;
 
 /// An admin client of the broker on `127.0.0.1:broker`.
-fn admin(broker: u16) -> Result<Admin, String> {
+fn admin(broker: u16) -> Result<Admin> {
     rdkafka::ClientConfig::new()
         .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
         .create()
-        .map_err(|e| format!("kafka admin: {e}"))
+        .map_err(Error::kafka("kafka admin"))
 }
 
 /// Admin operations wait at most 10 s for the broker.

@@ -127,15 +127,12 @@ pub enum Fatal {
         events: String,
         reason: String,
     },
-    /// Anything else (the lake, Kafka, a commit that kept conflicting).
+    /// The lake, Kafka, the registry, a refusal to guess.
+    #[error(transparent)]
+    Failed(#[from] crate::Error),
+    /// Anything else (a commit that kept conflicting, a task that died).
     #[error("{0}")]
     Other(String),
-}
-
-impl From<String> for Fatal {
-    fn from(e: String) -> Self {
-        Self::Other(e)
-    }
 }
 
 /// What one run of the consumer did.
@@ -156,7 +153,7 @@ pub struct Report {
     pub time: Timing,
 }
 
-/// Time spent per step, summed over the run (`lossproof bench consumer`
+/// Time spent per step, summed over the run (`benches/consumer.rs`
 /// prints it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timing {
@@ -171,7 +168,7 @@ struct Record {
     partition: Partition,
     offset: i64,
     message: OwnedMessage,
-    decoded: Result<ChangeRecord, String>,
+    decoded: Result<ChangeRecord, change_event::DecodeError>,
 }
 
 /// Consume until `stop` turns true (or `stop_after` records, or the end
@@ -201,7 +198,7 @@ pub async fn run(
         // An offset outside the topic is an error, never a silent reset.
         .set("auto.offset.reset", "error")
         .create()
-        .map_err(|e| format!("cannot create the Kafka consumer: {e}"))?;
+        .map_err(crate::Error::kafka("cannot create the Kafka consumer"))?;
     let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
     let Some(found) = super::careless::partitions(&consumer, &topics, &mut stop, log).await else {
         return Ok(Report::default());
@@ -213,7 +210,10 @@ pub async fn run(
         let partition = (element.topic().to_owned(), element.partition());
         let (low, high) = consumer
             .fetch_watermarks(&partition.0, partition.1, Duration::from_secs(10))
-            .map_err(|e| format!("watermarks of {}[{}]: {e}", partition.0, partition.1))?;
+            .map_err(crate::Error::kafka(format!(
+                "watermarks of {}[{}]",
+                partition.0, partition.1
+            )))?;
         let offset = match state.offsets.get(&partition) {
             Some(&stored) if stored > high => {
                 return Err(Fatal::Other(format!(
@@ -234,7 +234,7 @@ pub async fn run(
         };
         assignment
             .add_partition_offset(&partition.0, partition.1, offset)
-            .map_err(|e| e.to_string())?;
+            .map_err(crate::Error::kafka("assign"))?;
         if state.offsets.get(&partition).copied().unwrap_or(low) < high {
             short_of_end.push((partition.0.clone(), partition.1, high));
         }
@@ -242,7 +242,7 @@ pub async fn run(
     }
     consumer
         .assign(&assignment)
-        .map_err(|e| format!("cannot assign {topics:?}: {e}"))?;
+        .map_err(crate::Error::kafka(format!("cannot assign {topics:?}")))?;
     log(&format!(
         "correct: {} partitions of {} topics; resuming from the lake's offsets {}",
         assignment.count(),
@@ -442,8 +442,7 @@ async fn fetch(
 fn decode(messages: Vec<OwnedMessage>, schemas: &Schemas) -> Vec<Record> {
     let decode_one = |message: OwnedMessage| {
         let decoded =
-            change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id))
-                .map_err(|e| e.to_string());
+            change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id));
         Record {
             partition: (message.topic().to_owned(), message.partition()),
             offset: message.offset(),
@@ -536,9 +535,9 @@ enum Attempt {
     Fatal(Fatal),
 }
 
-impl From<String> for Attempt {
-    fn from(e: String) -> Self {
-        Self::Fatal(Fatal::Other(e))
+impl From<crate::Error> for Attempt {
+    fn from(e: crate::Error) -> Self {
+        Self::Fatal(Fatal::Failed(e))
     }
 }
 
@@ -610,7 +609,7 @@ async fn try_batch(
                 record.offset,
                 record.message.key(),
                 record.message.payload(),
-                e,
+                &e.to_string(),
             )),
         }
     }
@@ -659,7 +658,7 @@ async fn try_batch(
                         if e.is_conflict() {
                             Attempt::Conflict(e.to_string())
                         } else {
-                            Attempt::Fatal(Fatal::Other(e.to_string()))
+                            Attempt::Fatal(Fatal::Failed(crate::Error::Schema(e)))
                         }
                     })?;
                 log(&format!(
@@ -701,7 +700,10 @@ async fn try_batch(
             let started = std::time::Instant::now();
             let files = write_data_files(&table.table, vec![batch.clone()])
                 .await
-                .map_err(|e| format!("{}: write: {e}", table.table.identifier()))?;
+                .map_err(crate::Error::iceberg(format!(
+                    "{}: write",
+                    table.table.identifier()
+                )))?;
             report.time.write += started.elapsed();
             files
         };
@@ -751,7 +753,7 @@ async fn try_batch(
         let started = std::time::Instant::now();
         let files = write_data_files(&state.state_table, vec![batch])
             .await
-            .map_err(|e| format!("{STATE_TABLE}: write: {e}"))?;
+            .map_err(crate::Error::iceberg(format!("{STATE_TABLE}: write")))?;
         report.time.write += started.elapsed();
         files
     };
@@ -771,7 +773,7 @@ async fn try_batch(
         let rows: Vec<&Row> = dead.iter().collect();
         write_data_files(&state.dead_letters, vec![to_arrow(&schema, &rows)?])
             .await
-            .map_err(|e| format!("dead_letters: write: {e}"))?
+            .map_err(crate::Error::iceberg("dead_letters: write"))?
     };
     fail_at(config, Step::AfterFiles, batch_number);
 
@@ -796,7 +798,7 @@ async fn try_batch(
         CommitError::Conflict { .. } | CommitError::InputGone { .. } => {
             Attempt::Conflict(e.to_string())
         }
-        other => Attempt::Fatal(Fatal::Other(other.to_string())),
+        other => Attempt::Fatal(Fatal::Failed(other.into())),
     })?;
     fail_at(config, Step::AfterCommit, batch_number);
 
@@ -854,7 +856,7 @@ struct Pending {
 fn keyed<'a>(
     table: &state::TableState,
     changes: &[(Position, &'a RowChange)],
-) -> Result<Vec<Keyed<'a>>, String> {
+) -> Result<Vec<Keyed<'a>>, crate::Error> {
     let schema = table.table.metadata().current_schema();
     let keys: Vec<&Row> = changes.iter().map(|(_, c)| &c.key).collect();
     let batch = to_arrow(schema, &keys)?;

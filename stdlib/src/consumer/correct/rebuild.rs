@@ -25,7 +25,10 @@ pub async fn run(
     let ns = lake
         .ensure_namespace(&config.namespace)
         .await
-        .map_err(|e| format!("namespace {}: {e}", config.namespace))?;
+        .map_err(crate::Error::iceberg(format!(
+            "namespace {}",
+            config.namespace
+        )))?;
     let mut names: Vec<String> = config
         .workload
         .tables
@@ -38,9 +41,9 @@ pub async fn run(
     // lake that has rows but lost its offsets is exactly what a rebuild is for.
     if let Err(e) =
         super::state::LakeState::open(lake, &config.namespace, "", config.workload).await
-        && !e.starts_with("refusing to start")
+        && !matches!(e, crate::Error::LostOffsets(_))
     {
-        return Err(Fatal::Other(e));
+        return Err(Fatal::Failed(e));
     }
     let mut current = Vec::new();
     for name in &names {
@@ -53,7 +56,7 @@ pub async fn run(
             lake.catalog()
                 .drop_table(&ident)
                 .await
-                .map_err(|e| format!("{ident}: {e}"))?;
+                .map_err(crate::Error::iceberg(ident.to_string()))?;
         }
     }
     log(&format!(
@@ -74,17 +77,17 @@ pub async fn run(
     }
     let pairs: Vec<_> = current.iter().zip(&swapped_in).collect();
     lake.replace_tables(&pairs).await.map_err(|e| {
-        format!(
+        Fatal::Other(format!(
             "the rebuild is complete but was not swapped in: {e} (was the consumer still running? \
              stop it and rebuild again)"
-        )
+        ))
     })?;
     for name in &names {
         let ident = TableIdent::new(ns.clone(), format!("{PREFIX}{name}"));
         lake.catalog()
             .drop_table(&ident)
             .await
-            .map_err(|e| format!("{ident}: {e}"))?;
+            .map_err(crate::Error::iceberg(ident.to_string()))?;
     }
     log(&format!(
         "correct: rebuilt {} from {} records ({} changes applied) and swapped it in",

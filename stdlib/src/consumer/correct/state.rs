@@ -35,6 +35,7 @@ use lossproof_runtime::change_event::{Cell, Row};
 use lossproof_runtime::lake::latest_properties;
 
 use super::position::Position;
+use crate::error::{Error, Result};
 
 /// The consumer's own tables start with this; the reconciler and readers
 /// of the source's tables never look at them.
@@ -101,7 +102,7 @@ fn field(id: i32, name: &str, kind: PrimitiveType, required: bool) -> Arc<Nested
 }
 
 /// The schema of `_lp_state`.
-fn state_schema() -> Result<Schema, String> {
+fn state_schema() -> Result<Schema> {
     use PrimitiveType::{Boolean, Int, Long, String as Text};
     Schema::builder()
         .with_fields([
@@ -113,11 +114,11 @@ fn state_schema() -> Result<Schema, String> {
             field(6, "deleted", Boolean, true),
         ])
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(Error::iceberg("the _lp_state schema"))
 }
 
 /// The schema of `dead_letters`.
-fn dead_letter_schema() -> Result<Schema, String> {
+fn dead_letter_schema() -> Result<Schema> {
     use PrimitiveType::{Binary, Int, Long, String as Text};
     Schema::builder()
         .with_fields([
@@ -129,7 +130,7 @@ fn dead_letter_schema() -> Result<Schema, String> {
             field(6, "error", Text, true),
         ])
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(Error::iceberg("the dead_letters schema"))
 }
 
 /// One row of `_lp_state`: the position applied for a key of a table,
@@ -148,9 +149,10 @@ pub fn state_batch(
     schema: &Schema,
     tables: &[TableState],
     entries: &[StateEntry],
-) -> Result<RecordBatch, String> {
-    let arrow_schema =
-        Arc::new(iceberg::arrow::schema_to_arrow_schema(schema).map_err(|e| e.to_string())?);
+) -> Result<RecordBatch> {
+    let arrow_schema = Arc::new(
+        iceberg::arrow::schema_to_arrow_schema(schema).map_err(Error::iceberg(STATE_TABLE))?,
+    );
     let saturate = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let mut columns: Vec<arrow_array::ArrayRef> = Vec::new();
     for field in arrow_schema.fields() {
@@ -191,11 +193,15 @@ pub fn state_batch(
                     .map(|e| Some(e.deleted))
                     .collect::<BooleanArray>(),
             ),
-            other => return Err(format!("{STATE_TABLE} has an unknown column {other}")),
+            other => {
+                return Err(Error::Corrupt(format!(
+                    "{STATE_TABLE} has an unknown column {other}"
+                )));
+            }
         };
         columns.push(column);
     }
-    RecordBatch::try_new(arrow_schema, columns).map_err(|e| e.to_string())
+    RecordBatch::try_new(arrow_schema, columns).map_err(Error::arrow(STATE_TABLE))
 }
 
 /// One row of `dead_letters`.
@@ -229,18 +235,18 @@ impl LakeState {
         namespace: &str,
         prefix: &str,
         workload: &WorkloadSig,
-    ) -> Result<Self, String> {
+    ) -> Result<Self> {
         let ns = lake
             .ensure_namespace(namespace)
             .await
-            .map_err(|e| format!("namespace {namespace}: {e}"))?;
-        let create = async |name: &str, schema: Schema| -> Result<(), String> {
+            .map_err(Error::iceberg(format!("namespace {namespace}")))?;
+        let create = async |name: &str, schema: Schema| -> Result<()> {
             let ident = TableIdent::new(ns.clone(), name.to_owned());
             if !lake
                 .catalog()
                 .table_exists(&ident)
                 .await
-                .map_err(|e| format!("{ident}: {e}"))?
+                .map_err(Error::iceberg(ident.to_string()))?
             {
                 let creation = TableCreation::builder()
                     .name(name.to_owned())
@@ -249,7 +255,7 @@ impl LakeState {
                 lake.catalog()
                     .create_table(&ns, creation)
                     .await
-                    .map_err(|e| format!("create {ident}: {e}"))?;
+                    .map_err(Error::iceberg(format!("create {ident}")))?;
             }
             Ok(())
         };
@@ -283,7 +289,7 @@ impl LakeState {
         lake: &Lake,
         prefix: &str,
         workload: &WorkloadSig,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let ns = self.namespace.clone();
         self.state_table = load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?;
         self.dead_letters = load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?;
@@ -305,14 +311,14 @@ impl LakeState {
             };
             state.load_files().await?;
             if self.offsets.is_empty() && !state.key_file.is_empty() {
-                return Err(format!(
+                return Err(Error::LostOffsets(format!(
                     "refusing to start: {} holds {} rows but the lake stores no Kafka offsets \
                      for it ({} has none): it was not written by this consumer, or its state was lost; \
                      rebuild it (--rebuild) instead of guessing where to resume",
                     state.table.identifier(),
                     state.key_file.len(),
                     self.state_table.identifier()
-                ));
+                )));
             }
             self.tables.push(state);
         }
@@ -326,12 +332,12 @@ impl LakeState {
             .collect();
         for batch in lossproof_runtime::lake::read::visible_rows(&self.state_table)
             .await
-            .map_err(|e| format!("{}: {e}", self.state_table.identifier()))?
+            .map_err(Error::iceberg(self.state_table.identifier().to_string()))?
         {
             let col = |name: &str| {
                 batch
                     .column_by_name(name)
-                    .ok_or_else(|| format!("{STATE_TABLE} has no column {name}"))
+                    .ok_or_else(|| Error::Corrupt(format!("{STATE_TABLE} has no column {name}")))
             };
             let (tables, keys) = (col("table")?, col("key")?);
             let tables = tables.as_any().downcast_ref::<StringArray>();
@@ -347,7 +353,9 @@ impl LakeState {
             let (Some(tables), Some(keys), Some(commits), Some(lsns), Some(ranks), Some(deleted)) =
                 (tables, keys, commits, lsns, ranks, deleted)
             else {
-                return Err(format!("{STATE_TABLE} has unexpected column types"));
+                return Err(Error::Corrupt(format!(
+                    "{STATE_TABLE} has unexpected column types"
+                )));
             };
             for i in 0..batch.num_rows() {
                 let Some(&t) = names.get(tables.value(i)) else {
@@ -397,13 +405,13 @@ impl LakeState {
 fn parse_positions(
     properties: &HashMap<String, String>,
     prefix: &str,
-) -> Result<HashMap<Partition, i64>, String> {
+) -> Result<HashMap<Partition, i64>> {
     let mut out = HashMap::new();
     for (key, value) in properties {
         let Some(rest) = key.strip_prefix(prefix) else {
             continue;
         };
-        let bad = || format!("unreadable lake position {key}={value}");
+        let bad = || Error::Corrupt(format!("unreadable lake position {key}={value}"));
         let (topic, partition) = rest.rsplit_once('.').ok_or_else(bad)?;
         let partition: i32 = partition.parse().map_err(|_| bad())?;
         let value: i64 = value.parse().map_err(|_| bad())?;
@@ -414,10 +422,7 @@ fn parse_positions(
 
 /// The stored offsets of a correct consumer's namespace, per partition, as
 /// its latest `_lp_state` snapshot has them (the drain gate reads this).
-pub async fn stored_offsets(
-    lake: &Lake,
-    namespace: &str,
-) -> Result<HashMap<Partition, i64>, String> {
+pub async fn stored_offsets(lake: &Lake, namespace: &str) -> Result<HashMap<Partition, i64>> {
     let table = load(
         lake,
         &NamespaceIdent::new(namespace.to_owned()),
@@ -428,7 +433,7 @@ pub async fn stored_offsets(
 }
 
 /// The live data files of `table`'s current snapshot.
-async fn live_files(table: &Table) -> Result<Vec<String>, String> {
+async fn live_files(table: &Table) -> Result<Vec<String>> {
     if table.metadata().current_snapshot().is_none() {
         return Ok(Vec::new());
     }
@@ -437,29 +442,29 @@ async fn live_files(table: &Table) -> Result<Vec<String>, String> {
         .scan()
         .select_all()
         .build()
-        .map_err(|e| format!("{ident}: {e}"))?
+        .map_err(Error::iceberg(ident.to_string()))?
         .plan_files()
         .await
-        .map_err(|e| format!("{ident}: {e}"))?
+        .map_err(Error::iceberg(ident.to_string()))?
         .try_collect()
         .await
-        .map_err(|e| format!("{ident}: {e}"))?;
+        .map_err(Error::iceberg(ident.to_string()))?;
     Ok(tasks.into_iter().map(|t| t.data_file_path).collect())
 }
 
-pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table, String> {
+pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table> {
     let ident = TableIdent::new(ns.clone(), name.to_owned());
     lake.catalog()
         .load_table(&ident)
         .await
-        .map_err(|e| format!("{ident}: {e}"))
+        .map_err(Error::iceberg(ident.to_string()))
 }
 
 impl TableState {
     /// Read every live data file with its rows and keys. The consumer
     /// writes no delete files: a table with some was written by someone
     /// else, and is refused.
-    pub async fn load_files(&mut self) -> Result<(), String> {
+    pub async fn load_files(&mut self) -> Result<()> {
         self.files.clear();
         self.key_file.clear();
         if self.table.metadata().current_snapshot().is_none() {
@@ -471,25 +476,25 @@ impl TableState {
             .scan()
             .select_all()
             .build()
-            .map_err(|e| format!("{ident}: {e}"))?;
+            .map_err(Error::iceberg(ident.to_string()))?;
         let tasks: Vec<FileScanTask> = scan
             .plan_files()
             .await
-            .map_err(|e| format!("{ident}: {e}"))?
+            .map_err(Error::iceberg(ident.to_string()))?
             .try_collect()
             .await
-            .map_err(|e| format!("{ident}: {e}"))?;
+            .map_err(Error::iceberg(ident.to_string()))?;
         let schema = Arc::new(
             iceberg::arrow::schema_to_arrow_schema(self.table.metadata().current_schema())
-                .map_err(|e| e.to_string())?,
+                .map_err(Error::iceberg(ident.to_string()))?,
         );
         for task in tasks {
             if !task.deletes.is_empty() {
-                return Err(format!(
+                return Err(Error::Refused(format!(
                     "{ident}: {} has delete files applied to it; the correct consumer writes \
                      copy-on-write only and cannot index such a table",
                     task.data_file_path
-                ));
+                )));
             }
             let path = task.data_file_path.clone();
             let reader =
@@ -497,17 +502,17 @@ impl TableState {
                     .build();
             let batches: Vec<RecordBatch> = reader
                 .read(futures_util::stream::iter([Ok(task)]).boxed())
-                .map_err(|e| format!("{ident}: {e}"))?
+                .map_err(Error::iceberg(ident.to_string()))?
                 .stream()
                 .try_collect()
                 .await
-                .map_err(|e| format!("{ident}: {path}: {e}"))?;
+                .map_err(Error::iceberg(format!("{ident}: {path}")))?;
             let batches = batches
                 .into_iter()
                 .map(|b| conform(&b, &schema))
                 .collect::<Result<Vec<_>, _>>()?;
             let batch = arrow_select::concat::concat_batches(&schema, &batches)
-                .map_err(|e| format!("{ident}: {path}: {e}"))?;
+                .map_err(Error::arrow(format!("{ident}: {path}")))?;
             let keys: Keys = row_keys(&batch, &self.key_columns)?
                 .into_iter()
                 .map(Arc::from)
@@ -529,7 +534,7 @@ impl TableState {
         changed: &HashSet<&str>,
         upserts: RecordBatch,
         upsert_keys: Keys,
-    ) -> Result<(Vec<String>, RecordBatch, Keys), String> {
+    ) -> Result<(Vec<String>, RecordBatch, Keys)> {
         let schema = upserts.schema();
         let mut removed: Vec<String> = changed
             .iter()
@@ -546,7 +551,7 @@ impl TableState {
                 &file.batch,
                 &BooleanArray::from(keep.clone()),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::arrow(path.as_str()))?;
             parts.push(conform(&kept, &schema)?);
             keys.extend(
                 file.keys
@@ -558,8 +563,8 @@ impl TableState {
         }
         parts.push(upserts);
         keys.extend(upsert_keys);
-        let rows =
-            arrow_select::concat::concat_batches(&schema, &parts).map_err(|e| e.to_string())?;
+        let rows = arrow_select::concat::concat_batches(&schema, &parts)
+            .map_err(Error::arrow("the rewritten rows"))?;
         Ok((removed, rows, keys))
     }
 
@@ -586,22 +591,17 @@ impl TableState {
 
 /// `batch` in `schema` (same columns by name; types cast where a widened
 /// column still reads narrower, missing columns NULL).
-pub fn conform(
-    batch: &RecordBatch,
-    schema: &arrow_schema::SchemaRef,
-) -> Result<RecordBatch, String> {
+pub fn conform(batch: &RecordBatch, schema: &arrow_schema::SchemaRef) -> Result<RecordBatch> {
     let mut columns = Vec::new();
     for field in schema.fields() {
         let column = match batch.column_by_name(field.name()) {
             Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => arrow_cast::cast(c, field.data_type()).map_err(|e| {
-                format!(
-                    "column {}: cannot read {} as {}: {e}",
-                    field.name(),
-                    c.data_type(),
-                    field.data_type()
-                )
-            })?,
+            Some(c) => arrow_cast::cast(c, field.data_type()).map_err(Error::arrow(format!(
+                "column {}: cannot read {} as {}",
+                field.name(),
+                c.data_type(),
+                field.data_type()
+            )))?,
             None => arrow_array::new_null_array(field.data_type(), batch.num_rows()),
         };
         columns.push(column);
@@ -611,7 +611,7 @@ pub fn conform(
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )
-    .map_err(|e| e.to_string())
+    .map_err(Error::arrow("a conformed batch"))
 }
 
 /// The `dead_letters` table assertions see: one row per dead letter of each
@@ -620,7 +620,7 @@ pub fn conform(
 pub async fn dead_letters_batch(
     lake: Option<&Lake>,
     consumers: &[(String, String)],
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch> {
     use arrow_schema::{DataType, Field, Schema as ArrowSchema};
     let (mut consumer, mut topic, mut partition, mut offset, mut error) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -637,16 +637,16 @@ pub async fn dead_letters_batch(
                 .catalog()
                 .load_table(&ident)
                 .await
-                .map_err(|e| format!("{ident}: {e}"))?;
+                .map_err(Error::iceberg(ident.to_string()))?;
             for batch in lossproof_runtime::lake::read::visible_rows(&table)
                 .await
-                .map_err(|e| format!("{ident}: {e}"))?
+                .map_err(Error::iceberg(ident.to_string()))?
             {
                 let col = |n: &str| {
                     batch
                         .column_by_name(n)
                         .cloned()
-                        .ok_or_else(|| format!("{ident}: no column {n}"))
+                        .ok_or_else(|| Error::Corrupt(format!("{ident}: no column {n}")))
                 };
                 let (t, p, o, e) = (
                     col("topic")?,
@@ -660,7 +660,7 @@ pub async fn dead_letters_batch(
                     o.as_any().downcast_ref::<Int64Array>(),
                     e.as_any().downcast_ref::<StringArray>(),
                 ) else {
-                    return Err(format!("{ident}: unexpected column types"));
+                    return Err(Error::Corrupt(format!("{ident}: unexpected column types")));
                 };
                 for i in 0..batch.num_rows() {
                     consumer.push(name.clone());
@@ -689,5 +689,5 @@ pub async fn dead_letters_batch(
             Arc::new(StringArray::from(error)),
         ],
     )
-    .map_err(|e| e.to_string())
+    .map_err(Error::arrow(DEAD_LETTERS))
 }

@@ -1,10 +1,10 @@
-//! `lossproof bench consumer`: how fast the correct and the careless
+//! `cargo bench --profile dev --bench consumer`: how fast the correct and the careless
 //! consumers apply the same real change stream (records/s from topic to
 //! committed Iceberg, each into a namespace of its own), next to how fast a
 //! bare rdkafka consumer reads the same topics. Figures, not a test: the
 //! machines are shared and noisy; use a release build.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use lossproof_runtime::debezium::{self, CaptureNames};
@@ -13,14 +13,46 @@ use lossproof_stdlib::consumer::{self, careless, correct};
 use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-pub fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> Result<bool, String> {
-    let (stack, ports) = crate::stack_cli::running(state)?;
-    let runtime = crate::stack_cli::runtime()?;
+use common::BenchResult;
+
+mod common;
+
+/// The correct and careless consumers' apply rates (records/s, topic to
+/// committed Iceberg) next to a raw rdkafka read of the same topics, on the
+/// running local stack.
+#[derive(clap::Parser)]
+struct Args {
+    #[arg(long, default_value = ".lossproof")]
+    state: PathBuf,
+    /// Seconds of workload that fill the topics.
+    #[arg(long, default_value_t = 20)]
+    seconds: u64,
+    /// Workload operations per second.
+    #[arg(long, default_value_t = 1000)]
+    rate: u64,
+    /// Records per batch at most (both consumers; repeat for several
+    /// sizes: 500 is what `run` uses on a live stream, 10,000 a
+    /// consumer catching up a backlog).
+    #[arg(long = "batch", default_values_t = [500, 10_000])]
+    batches: Vec<usize>,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = <Args as clap::Parser>::parse_from(common::args());
+    common::exit(consumers(
+        &args.state,
+        args.seconds,
+        args.rate,
+        &args.batches,
+    ))
+}
+
+fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchResult<bool> {
+    let (stack, ports) = common::running(state)?;
+    let runtime = common::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
-        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
-            .await
-            .map_err(|e| e.to_string())?;
+        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
         let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
         let run = format!("bench{}", std::process::id());
         let names = CaptureNames::for_run(&run);
@@ -37,9 +69,7 @@ pub fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> Re
         )
         .await?;
         let result = measure(&stack, &source, &connect, &names, seconds, rate, batches).await;
-        debezium::remove(&connect, &names, &source)
-            .await
-            .map_err(|e| e.to_string())?;
+        debezium::remove(&connect, &names, &source).await?;
         result
     })
 }
@@ -55,8 +85,8 @@ async fn measure(
     seconds: u64,
     rate: u64,
     batches: &[usize],
-) -> Result<bool, String> {
-    let ports = stack.ports().map_err(|e| e.to_string())?;
+) -> BenchResult<bool> {
+    let ports = stack.ports()?;
     let scenario =
         format!("workload orders rate {rate}/s connections 4 customers 200\nunder load 1s < >");
     let plan =
@@ -73,8 +103,7 @@ async fn measure(
         lossproof_runtime::stack::SOURCE_DATABASE,
         Duration::from_secs(seconds),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     debezium::wait_drained(
         connect,
         names,
@@ -82,14 +111,11 @@ async fn measure(
         report.final_lsn,
         Duration::from_mins(2),
     )
-    .await
-    .map_err(|e| e.to_string())?
+    .await?
     .map_err(|e| format!("the stream did not drain: {e}"))?;
     let topics = consumer::topics(names, &lossproof_stdlib::workloads::WORKLOADS[0]);
     let raw = raw_read(ports.broker, &topics)?;
-    let lake = Lake::open(stack.state().root())
-        .await
-        .map_err(|e| e.to_string())?;
+    let lake = Lake::open(stack.state().root()).await?;
     println!(
         "records on the topics: {} ({} workload operations, {:.1} MB of values)",
         raw.total,
@@ -177,7 +203,7 @@ async fn pair(
     topics: &[String],
     total: u64,
     batch: usize,
-) -> Result<Pair, String> {
+) -> BenchResult<Pair> {
     let workload_sig = &lossproof_stdlib::workloads::WORKLOADS[0];
     let tag = format!("{}_{batch}", names.topic_prefix);
     // Correct: the same records, topic to committed Iceberg.
@@ -206,9 +232,7 @@ async fn pair(
     .await?;
     let (_keep, stop) = tokio::sync::watch::channel(false);
     let started = Instant::now();
-    let right = correct::run(lake, &correct_config, stop, &|_| {})
-        .await
-        .map_err(|e| e.to_string())?;
+    let right = correct::run(lake, &correct_config, stop, &|_| {}).await?;
     let correct_secs = started.elapsed().as_secs_f64();
 
     // Careless: the same records, topic to committed Iceberg.
@@ -251,7 +275,7 @@ struct RawRead {
 }
 
 /// A bare rdkafka consumer reading every record of `topics` (bounded).
-fn raw_read(broker: u16, topics: &[String]) -> Result<RawRead, String> {
+fn raw_read(broker: u16, topics: &[String]) -> BenchResult<RawRead> {
     let raw: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
         .set(
@@ -260,8 +284,7 @@ fn raw_read(broker: u16, topics: &[String]) -> Result<RawRead, String> {
         )
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
-        .create()
-        .map_err(|e| e.to_string())?;
+        .create()?;
     let mut total = 0u64;
     for topic in topics {
         let (low, high) = raw
@@ -270,7 +293,7 @@ fn raw_read(broker: u16, topics: &[String]) -> Result<RawRead, String> {
         total += (high - low).max(0).cast_unsigned();
     }
     let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-    raw.subscribe(&topic_refs).map_err(|e| e.to_string())?;
+    raw.subscribe(&topic_refs)?;
     let started = Instant::now();
     let mut read = 0u64;
     let mut bytes = 0usize;

@@ -1,4 +1,4 @@
-//! `lossproof bench reconcile`: how fast the reconciler compares a source
+//! `cargo bench --profile dev --bench reconcile`: how fast the reconciler compares a source
 //! table with a lake table (rows/s), next to reference comparisons of the
 //! SAME rows on the same machine: `reladiff` (PyPI) comparing the source
 //! table with a `PostgreSQL` copy of the lake side, and the raw read cost
@@ -27,6 +27,30 @@ use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{Commit, write_data_files};
 use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind};
 
+use common::BenchResult;
+
+mod common;
+
+/// The reconciler's rate (rows/s) over a source table and a lake table with
+/// 1% differences, next to reladiff and the raw read cost, on the running
+/// local stack.
+#[derive(clap::Parser)]
+struct Args {
+    #[arg(long, default_value = ".lossproof")]
+    state: PathBuf,
+    /// Source rows (repeat for several sizes).
+    #[arg(long = "rows", default_values_t = [1_000_000])]
+    rows: Vec<u64>,
+    /// Skip the reladiff reference (PyPI, installed into ~/.cache/lossproof/venv-reladiff).
+    #[arg(long)]
+    no_reladiff: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = <Args as clap::Parser>::parse_from(common::args());
+    common::exit(reconcile(&args.state, &args.rows, !args.no_reladiff))
+}
+
 /// The source table (and the Iceberg table's name: the reconciler matches by name).
 const TABLE: &str = "bench_rows";
 /// The `PostgreSQL` copy of the lake side, for reladiff.
@@ -48,6 +72,20 @@ struct Planted {
 }
 
 impl Planted {
+    /// The differences [`fate`] plants in ids `1..=n`, counted one by one.
+    fn counted(n: u64) -> Self {
+        let mut counted = Self::default();
+        for id in 1..=i64::try_from(n).unwrap_or(i64::MAX) {
+            match fate(id) {
+                Fate::Same => {}
+                Fate::Missing => counted.missing += 1,
+                Fate::Wrong => counted.wrong += 1,
+                Fate::Extra => counted.extra += 1,
+            }
+        }
+        counted
+    }
+
     /// Every 100th id differs: the k-th (id = 100k) is missing if k % 3 = 0,
     /// has a changed amount if k % 3 = 1, and has an extra twin (id + N)
     /// only the lake holds if k % 3 = 2.
@@ -110,7 +148,7 @@ fn source_select(n: u64, lake: bool) -> String {
 }
 
 /// The Iceberg schema of the lake side.
-fn iceberg_schema() -> Result<Schema, String> {
+fn iceberg_schema() -> BenchResult<Schema> {
     Schema::builder()
         .with_fields(vec![
             Arc::new(NestedField::required(
@@ -139,16 +177,12 @@ fn iceberg_schema() -> Result<Schema, String> {
         ])
         .with_identifier_field_ids(vec![1])
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(Into::into)
 }
 
 /// The lake rows for source ids `ids` of an `n`-row table (missing ids
 /// skipped, changed amounts, extra rows at `id + n`).
-fn lake_batch(
-    schema: &SchemaRef,
-    ids: std::ops::Range<i64>,
-    n: i64,
-) -> Result<RecordBatch, String> {
+fn lake_batch(schema: &SchemaRef, ids: std::ops::Range<i64>, n: i64) -> BenchResult<RecordBatch> {
     let mut id_b = Int64Builder::new();
     let mut name_b = StringBuilder::new();
     let mut amount_b = Decimal128Builder::new();
@@ -173,15 +207,10 @@ fn lake_batch(
     let columns: Vec<ArrayRef> = vec![
         Arc::new(id_b.finish()),
         Arc::new(name_b.finish()),
-        Arc::new(
-            amount_b
-                .finish()
-                .with_precision_and_scale(12, 2)
-                .map_err(|e| e.to_string())?,
-        ),
+        Arc::new(amount_b.finish().with_precision_and_scale(12, 2)?),
         Arc::new(at_b.finish().with_timezone("+00:00")),
     ];
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+    RecordBatch::try_new(schema.clone(), columns).map_err(Into::into)
 }
 
 /// One line of the results table.
@@ -192,8 +221,8 @@ struct Measured {
     note: String,
 }
 
-pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> Result<bool, String> {
-    let (stack, ports) = crate::stack_cli::running(state)?;
+fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bool> {
+    let (stack, ports) = common::running(state)?;
     let reladiff = if with_reladiff {
         match ensure_reladiff() {
             Ok(path) => Some(path),
@@ -207,15 +236,11 @@ pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> Result<boo
     } else {
         None
     };
-    let runtime = crate::stack_cli::runtime()?;
+    let runtime = common::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
-        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
-            .await
-            .map_err(|e| e.to_string())?;
-        let lake = Lake::open(stack.state().root())
-            .await
-            .map_err(|e| e.to_string())?;
+        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
+        let lake = Lake::open(stack.state().root()).await?;
         let url = format!(
             "postgresql://postgres@127.0.0.1:{}/{database}",
             ports.source_postgres
@@ -239,8 +264,17 @@ async fn measure(
     n: u64,
     reladiff: Option<&Path>,
     url: &str,
-) -> Result<bool, String> {
+) -> BenchResult<bool> {
     let planted = Planted::of(n);
+    // The closed form must be what the rule plants, id by id (cheap: one
+    // pass over the ids), or every figure below would be judged wrongly.
+    if planted != Planted::counted(n) {
+        return Err(format!(
+            "bench bug: Planted::of({n}) = {planted:?}, the rule plants {:?}",
+            Planted::counted(n)
+        )
+        .into());
+    }
     eprintln!(
         "bench: {n} source rows, {} planted differences ({planted:?})",
         planted.total()
@@ -312,7 +346,7 @@ async fn create_pg_table(
     source: &tokio_postgres::Client,
     name: &str,
     select: &str,
-) -> Result<(), String> {
+) -> BenchResult<()> {
     let sql = format!(
         "CREATE TABLE {name} (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz);\n\
          INSERT INTO {name} {select};\n\
@@ -321,7 +355,8 @@ async fn create_pg_table(
     source
         .batch_execute(&sql)
         .await
-        .map_err(|e| format!("create {name}: {e}"))
+        .map_err(|e| format!("create {name}: {e}"))?;
+    Ok(())
 }
 
 /// `reconcile::reconcile` over the bench tables: its line of the table, and
@@ -331,7 +366,7 @@ async fn time_reconciler(
     lake: &Lake,
     n: u64,
     planted: Planted,
-) -> Result<(Measured, bool), String> {
+) -> BenchResult<(Measured, bool)> {
     reset_peak_rss();
     let consumer = ConsumerLake {
         consumer: "bench".into(),
@@ -382,7 +417,7 @@ async fn time_raw_read(
     lake: &Lake,
     n: u64,
     lake_rows: u64,
-) -> Result<(Vec<Measured>, bool), String> {
+) -> BenchResult<(Vec<Measured>, bool)> {
     let started = Instant::now();
     let (copied, bytes) = copy_out(source).await?;
     let copy_secs = started.elapsed().as_secs_f64();
@@ -420,7 +455,7 @@ async fn time_raw_read(
 
 /// Create the lake table afresh and write the lake side into it in Arrow
 /// chunks, one commit. Returns its row count.
-async fn write_lake(lake: &Lake, n: u64) -> Result<u64, String> {
+async fn write_lake(lake: &Lake, n: u64) -> BenchResult<u64> {
     let ns = lake
         .ensure_namespace(NAMESPACE)
         .await
@@ -434,13 +469,12 @@ async fn write_lake(lake: &Lake, n: u64) -> Result<u64, String> {
         .create_table(&ns, creation)
         .await
         .map_err(|e| format!("create {NAMESPACE}.{TABLE}: {e}"))?;
-    let schema = Arc::new(
-        iceberg::arrow::schema_to_arrow_schema(table.metadata().current_schema())
-            .map_err(|e| e.to_string())?,
-    );
+    let schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(
+        table.metadata().current_schema(),
+    )?);
     let mut files = Vec::new();
     let mut rows = 0;
-    let n = i64::try_from(n).map_err(|e| e.to_string())?;
+    let n = i64::try_from(n)?;
     let mut first = 1;
     while first <= n {
         let file_end = (first + FILE_ROWS).min(n + 1);
@@ -467,7 +501,7 @@ async fn write_lake(lake: &Lake, n: u64) -> Result<u64, String> {
 }
 
 /// `COPY bench_rows TO STDOUT`: (rows, bytes).
-async fn copy_out(source: &tokio_postgres::Client) -> Result<(u64, usize), String> {
+async fn copy_out(source: &tokio_postgres::Client) -> BenchResult<(u64, usize)> {
     let stream = source
         .copy_out(&format!("COPY {TABLE} TO STDOUT"))
         .await
@@ -488,18 +522,16 @@ async fn copy_out(source: &tokio_postgres::Client) -> Result<(u64, usize), Strin
 }
 
 /// Every row of the lake table through DataFusion (streamed, counted).
-async fn scan_lake(lake: &Lake) -> Result<u64, String> {
+async fn scan_lake(lake: &Lake) -> BenchResult<u64> {
     let ctx = lake.session(&[NAMESPACE]).await?;
     let stream = ctx
         .sql(&format!("SELECT * FROM {NAMESPACE}.{TABLE}"))
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .execute_stream()
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     futures_util::pin_mut!(stream);
     let mut rows = 0u64;
-    while let Some(batch) = stream.try_next().await.map_err(|e| e.to_string())? {
+    while let Some(batch) = stream.try_next().await? {
         rows += batch.num_rows() as u64;
     }
     Ok(rows)
@@ -508,7 +540,7 @@ async fn scan_lake(lake: &Lake) -> Result<u64, String> {
 /// Run `reladiff --stats --json` over the two PostgreSQL tables: the
 /// differences it reports (exclusive to the source, changed, exclusive to
 /// the lake copy) and a note.
-fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> Result<(Planted, String), String> {
+fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> BenchResult<(Planted, String)> {
     let output = Command::new(reladiff)
         .args([
             url, TABLE, LAKE_COPY, "-k", "id", "-c", "name", "-c", "amount", "-c", "at",
@@ -523,7 +555,8 @@ fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> Result<(Planted,
             output.status,
             stdout.trim(),
             String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        )
+        .into());
     }
     let stats: serde_json::Value = serde_json::from_str(stdout.trim())
         .map_err(|e| format!("reladiff {algorithm} printed no JSON ({e}): {stdout}"))?;
@@ -547,7 +580,7 @@ fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> Result<(Planted,
 
 /// reladiff in a venv under ~/.cache/lossproof (created and installed from
 /// PyPI on first use).
-fn ensure_reladiff() -> Result<PathBuf, String> {
+fn ensure_reladiff() -> BenchResult<PathBuf> {
     let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
     let venv = PathBuf::from(home).join(".cache/lossproof/venv-reladiff");
     let bin = venv.join("bin/reladiff");
@@ -562,7 +595,7 @@ fn ensure_reladiff() -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("python3 -m venv: {e}"))?;
     if !status.success() {
-        return Err(format!("python3 -m venv {} failed", venv.display()));
+        return Err(format!("python3 -m venv {} failed", venv.display()).into());
     }
     let status = Command::new(venv.join("bin/pip"))
         .args(["install", "--quiet", "reladiff[postgresql]"])
@@ -576,7 +609,7 @@ fn ensure_reladiff() -> Result<PathBuf, String> {
 
 /// Drop the bench tables (source, its PostgreSQL lake copy, the Iceberg
 /// table with its files, the namespace).
-async fn clean_up(source: &tokio_postgres::Client, lake: &Lake) -> Result<(), String> {
+async fn clean_up(source: &tokio_postgres::Client, lake: &Lake) -> BenchResult<()> {
     source
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {TABLE}; DROP TABLE IF EXISTS {LAKE_COPY};"
@@ -584,21 +617,11 @@ async fn clean_up(source: &tokio_postgres::Client, lake: &Lake) -> Result<(), St
         .await
         .map_err(|e| format!("drop the bench tables: {e}"))?;
     let ns = iceberg::NamespaceIdent::new(NAMESPACE.to_owned());
-    if !lake
-        .catalog()
-        .namespace_exists(&ns)
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    if !lake.catalog().namespace_exists(&ns).await? {
         return Ok(());
     }
     let ident = TableIdent::new(ns.clone(), TABLE.to_owned());
-    if lake
-        .catalog()
-        .table_exists(&ident)
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    if lake.catalog().table_exists(&ident).await? {
         lake.catalog()
             .purge_table(&ident)
             .await
@@ -624,26 +647,4 @@ fn peak_rss() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn planted_counts_follow_the_fates() {
-        for n in [0, 99, 100, 300, 1_000, 12_345, 1_000_000] {
-            let mut counted = Planted::default();
-            for id in 1..=i64::try_from(n).unwrap() {
-                match fate(id) {
-                    Fate::Same => {}
-                    Fate::Missing => counted.missing += 1,
-                    Fate::Wrong => counted.wrong += 1,
-                    Fate::Extra => counted.extra += 1,
-                }
-            }
-            assert_eq!(counted, Planted::of(n), "n = {n}");
-        }
-        assert_eq!(Planted::of(1_000_000).total(), 10_000);
-    }
 }

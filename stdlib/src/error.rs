@@ -1,0 +1,147 @@
+//! Every way the stdlib's executor, faults, consumers and workload set-up
+//! can fail, in one enum. The run record keeps an error as its message
+//! (`SeedRecord::reason`, a fault's `outcome`); the type is for the code in
+//! between, which decides on it (a drain gate's INVALID, a fault that did
+//! not fire, an interrupt) instead of on text.
+
+use lossproof_runtime::lake::{CommitError, ReadError};
+use lossproof_runtime::reconcile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The stack: a component, Kafka Connect, a supervised process.
+    #[error(transparent)]
+    Stack(#[from] lossproof_runtime::Error),
+    #[error("{what}: {source}")]
+    Postgres {
+        what: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("{what}: {source}")]
+    Kafka {
+        what: String,
+        #[source]
+        source: rdkafka::error::KafkaError,
+    },
+    #[error("{what}: {source}")]
+    Iceberg {
+        what: String,
+        #[source]
+        source: iceberg::Error,
+    },
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error(transparent)]
+    LakeRead(#[from] ReadError),
+    #[error(transparent)]
+    Reconcile(#[from] reconcile::Error),
+    #[error("{what}: {source}")]
+    Arrow {
+        what: String,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The drain gate: the stream is not provably drained (INVALID).
+    #[error(transparent)]
+    NotDrained(#[from] reconcile::gate::Invalid),
+    /// A fault that could not act: recorded as not fired, with the reason
+    /// ("consumer careless was already down").
+    #[error("{0}")]
+    NotFired(String),
+    /// The events' columns are not the lake table's (the careless
+    /// consumer's fixed schema).
+    #[error("schema changed: {0}")]
+    SchemaChanged(String),
+    /// The lake's bookkeeping is not what lossproof wrote (a column
+    /// missing from `_lp_state`, an unreadable stored offset).
+    #[error("the lake's state is not what lossproof wrote: {0}")]
+    Corrupt(String),
+    /// The lake holds rows but no Kafka offsets: where to resume is
+    /// unknown (`--rebuild` is what fixes it).
+    #[error("{0}")]
+    LostOffsets(String),
+    /// A schema change the lake refused.
+    #[error(transparent)]
+    Schema(#[from] lossproof_runtime::lake::SchemaError),
+    /// A consumer refusing to guess (a lake with rows but no offsets, a
+    /// table with delete files it cannot index).
+    #[error("{0}")]
+    Refused(String),
+    /// A value that does not fit its column.
+    #[error("{0}")]
+    Value(String),
+    /// A value, type or declaration lossproof has no mapping for.
+    #[error("{0}")]
+    Unsupported(String),
+    /// `SIGINT` or `SIGTERM` reached `lossproof run`.
+    #[error("interrupted by {0}")]
+    Interrupted(&'static str),
+    #[error("the executor panicked: {0}")]
+    Panicked(String),
+    /// Run records that cannot be merged into one distribution.
+    #[error("{0}")]
+    Merge(String),
+    /// A run record that does not read back.
+    #[error("{path} is not a run record: {source}")]
+    Record {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A blocking task (a process stop) panicked or was cancelled.
+    #[error("a blocking task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+    /// The drain between two phases did not gate (INVALID).
+    #[error("the drain between phases (phase {phase}): {source}")]
+    BetweenPhases {
+        phase: usize,
+        #[source]
+        source: Box<Error>,
+    },
+    /// An invariant of lossproof's own broke: a bug to report.
+    #[error("lossproof bug: {0}")]
+    Internal(&'static str),
+    /// A step that did not finish in its time.
+    #[error("{what} did not finish within {limit_s} s")]
+    Timeout { what: String, limit_s: u64 },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Builders of context-carrying errors, for `map_err`:
+/// `.map_err(Error::pg("create the source tables"))`.
+impl Error {
+    pub(crate) fn pg(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Postgres { what, source }
+    }
+
+    pub(crate) fn kafka(
+        what: impl Into<String>,
+    ) -> impl FnOnce(rdkafka::error::KafkaError) -> Self {
+        let what = what.into();
+        move |source| Self::Kafka { what, source }
+    }
+
+    pub(crate) fn iceberg(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Iceberg { what, source }
+    }
+
+    pub(crate) fn arrow(what: impl Into<String>) -> impl FnOnce(arrow_schema::ArrowError) -> Self {
+        let what = what.into();
+        move |source| Self::Arrow { what, source }
+    }
+
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Io { what, source }
+    }
+}
