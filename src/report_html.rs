@@ -25,9 +25,30 @@ const KIND_COLORS: [&str; 6] = [
 ];
 const CHART_W: f64 = 520.0;
 const CHART_H: f64 = 220.0;
-/// Room for the y axis' labels, and under the x axis.
+/// Room for the y axis' labels, right of the last x label, and under the
+/// x axis.
 const LEFT: f64 = 56.0;
+const RIGHT: f64 = 28.0;
 const BOTTOM: f64 = 36.0;
+/// Where the plotting area ends on the right.
+const PLOT_END: f64 = CHART_W - RIGHT;
+
+/// The axis' top: the smallest `4 × step` at or above `max`, with a step of
+/// 1, 2 or 5 times a power of ten (so 1,921 gets 0, 500, … 2,000 and 1 gets
+/// 0, 1, … 4: whole, round ticks).
+fn nice_max(max: u64) -> u64 {
+    let quarter = max.div_ceil(4).max(1);
+    let mut magnitude = 1;
+    while magnitude * 10 <= quarter {
+        magnitude *= 10;
+    }
+    let step = [1, 2, 5, 10]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= quarter)
+        .unwrap_or(10 * magnitude);
+    4 * step
+}
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 h1{margin-bottom:.2em}h2{margin-top:1.6em}\
@@ -178,15 +199,10 @@ fn axes(svg: &mut String, max: u64, y_label: &str, x_label: &str) {
     let base = CHART_H - BOTTOM;
     for k in 0..=4u32 {
         let y = base - f64::from(k) / 4.0 * (base - 10.0);
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let value = (max as f64 * f64::from(k) / 4.0).round() as u64;
+        let value = max / 4 * u64::from(k);
         let _ = write!(
             svg,
-            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{CHART_W}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{PLOT_END}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
              <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{value}</text>",
             LEFT - 4.0,
             y + 4.0
@@ -194,14 +210,14 @@ fn axes(svg: &mut String, max: u64, y_label: &str, x_label: &str) {
     }
     let _ = write!(
         svg,
-        "<line class=\"axis\" x1=\"{LEFT}\" x2=\"{CHART_W}\" y1=\"{base}\" y2=\"{base}\"/>\
+        "<line class=\"axis\" x1=\"{LEFT}\" x2=\"{PLOT_END}\" y1=\"{base}\" y2=\"{base}\"/>\
          <line class=\"axis\" x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"10\" y2=\"{base}\"/>\
          <text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\">{}</text>\
          <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
         base / 2.0,
         base / 2.0,
         esc(y_label),
-        LEFT + (CHART_W - LEFT) / 2.0,
+        LEFT + (PLOT_END - LEFT) / 2.0,
         CHART_H - 4.0,
         esc(x_label)
     );
@@ -210,15 +226,16 @@ fn axes(svg: &mut String, max: u64, y_label: &str, x_label: &str) {
 /// Stacked bars: one per seed, wrong rows by kind; INVALID seeds grey.
 fn damage_chart(consumer: &str, results: &[SeedRecord]) -> String {
     let base = CHART_H - BOTTOM;
-    let max = results
-        .iter()
-        .filter_map(|r| r.wrong_rows.get(consumer))
-        .copied()
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    let max = nice_max(
+        results
+            .iter()
+            .filter_map(|r| r.wrong_rows.get(consumer))
+            .copied()
+            .max()
+            .unwrap_or(0),
+    );
     #[allow(clippy::cast_precision_loss)]
-    let slot = (CHART_W - LEFT - 4.0) / results.len().max(1) as f64;
+    let slot = (PLOT_END - LEFT - 4.0) / results.len().max(1) as f64;
     let bar = (slot * 0.8).max(1.0);
     let mut svg = format!(
         "<figure><figcaption><b>{}</b></figcaption><svg viewBox=\"0 0 {CHART_W} {CHART_H}\" width=\"{CHART_W}\" height=\"{CHART_H}\" role=\"img\" aria-label=\"wrong rows by kind per seed, {}\">",
@@ -291,17 +308,12 @@ fn distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
         values.len(),
         esc(consumer)
     );
-    let max = values.last().copied().unwrap_or(0).max(1);
+    let max = nice_max(values.last().copied().unwrap_or(0));
     // y: 0 to 100 %, labelled like the other charts' axes.
     axes(&mut svg, 100, "% of seeds", "wrong rows");
     for k in 0..=4u32 {
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let value = (max as f64 * f64::from(k) / 4.0).round() as u64;
-        let x = LEFT + f64::from(k) / 4.0 * (CHART_W - LEFT - 10.0);
+        let value = max / 4 * u64::from(k);
+        let x = LEFT + f64::from(k) / 4.0 * (PLOT_END - LEFT);
         let _ = write!(
             svg,
             "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{value}</text>",
@@ -315,7 +327,7 @@ fn distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
     #[allow(clippy::cast_precision_loss)]
     let point = |v: u64, share: f64| {
         (
-            LEFT + v as f64 / max as f64 * (CHART_W - LEFT - 10.0),
+            LEFT + v as f64 / max as f64 * (PLOT_END - LEFT),
             base - share * (base - 10.0),
         )
     };
@@ -591,7 +603,24 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::columns;
+    use super::{columns, nice_max};
+
+    #[test]
+    fn axes_end_on_round_numbers_in_four_whole_steps() {
+        for (max, top) in [
+            (0, 4),
+            (1, 4),
+            (3, 4),
+            (5, 8),
+            (9, 20),
+            (40, 40),
+            (41, 80),
+            (1921, 2000),
+            (2001, 4000),
+        ] {
+            assert_eq!(nice_max(max), top, "max {max}");
+        }
+    }
 
     #[test]
     fn canonical_rows_split_into_columns_outside_quotes() {
