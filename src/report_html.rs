@@ -55,6 +55,7 @@ h1{margin-bottom:.2em}h2{margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right;vertical-align:top}\
 th{background:#f4f6f7}td.l,th.l{text-align:left}\
 .side{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1.5em}\
+.side>*{min-width:0;overflow-x:auto}figure{margin:0 0 1em 0}\
 .legend span{display:inline-block;margin-right:1em;white-space:nowrap}\
 .legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}\
 svg text{font-size:11px;fill:#333}.axis{stroke:#333}.grid{stroke:#ddd}\
@@ -493,7 +494,7 @@ fn columns(row: &str) -> Vec<(String, String)> {
 fn samples(consumers: &[String], seed: &SeedRecord) -> String {
     let mut html = format!(
         "<h2>Seed {}: what the damage looks like</h2><p>A few diff rows per consumer (of every kind \
-         found). Columns whose source and lake values differ are marked.</p><div class=\"side\">",
+         found). Columns whose source and lake values differ are marked.</p><div>",
         seed.seed
     );
     for consumer in consumers {
