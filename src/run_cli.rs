@@ -241,7 +241,6 @@ fn shared_faults_refused(
     locations: &run::Locations,
     jobs: usize,
 ) -> CliResult<()> {
-    const SHARED: [&str; 4] = ["connect", "broker", "postgres", "registry"];
     let shared: Vec<String> = plan
         .actions
         .iter()
@@ -249,7 +248,7 @@ fn shared_faults_refused(
         .filter(|(_, a)| {
             a.target
                 .as_ref()
-                .is_some_and(|t| SHARED.contains(&t.component.as_str()))
+                .is_some_and(|t| lossproof_stdlib::fault::strikes_shared_process(&t.component))
         })
         .map(|(i, a)| {
             format!(

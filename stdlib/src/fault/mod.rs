@@ -73,6 +73,14 @@ pub const REGISTRY: &[(&str, FaultFn)] = &[
     ("duplicate", |c, a| Box::pin(duplicate::duplicate(c, a))),
 ];
 
+/// Whether target `name` is a process of the stack every seed shares
+/// (`connect`, `broker`, `postgres`, `registry`), as opposed to one seed's
+/// own consumers or connector.
+#[must_use]
+pub fn strikes_shared_process(name: &str) -> bool {
+    process::component_named(name).is_some()
+}
+
 /// The implementation of fault `name`, if it has one yet.
 #[must_use]
 pub fn find(name: &str) -> Option<FaultFn> {

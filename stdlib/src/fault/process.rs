@@ -24,7 +24,7 @@ enum Which {
 /// The stack component a target names, if it is one; `None` for targets
 /// that are not components (consumers, the connector) or not runnable yet
 /// (those are in `not_yet::NOT_YET`).
-fn component_named(name: &str) -> Option<Component> {
+pub(super) fn component_named(name: &str) -> Option<Component> {
     match name {
         "connect" => Some(Component::Connect),
         "broker" => Some(Component::Broker),
