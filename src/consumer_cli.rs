@@ -37,8 +37,9 @@ pub fn careless(args: &Args<'_>) -> CliResult<bool> {
         let lake = Lake::open(stack.state().root()).await?;
         let tables = consumer::ensure_tables(&lake, &namespace, workload).await?;
         let config = careless::Config {
-            broker_port: ports.broker,
-            registry_port: ports.registry,
+            // Through the fault proxy's links, like every client under test.
+            broker_port: ports.broker_link,
+            registry_port: ports.registry_link,
             topics: tables
                 .iter()
                 .map(|t| names.topic("public", &t.source_table))
@@ -105,8 +106,9 @@ pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
         .map(str::parse::<correct::Failpoint>)
         .transpose()?;
     let config = correct::Config {
-        broker_port: ports.broker,
-        registry_port: ports.registry,
+        // Through the fault proxy's links, like every client under test.
+        broker_port: ports.broker_link,
+        registry_port: ports.registry_link,
         namespace,
         table_prefix: String::new(),
         workload,

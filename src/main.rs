@@ -173,6 +173,17 @@ enum Command {
         #[arg(long, hide = true)]
         stdio: bool,
     },
+    /// Run the TCP fault proxy until SIGTERM/SIGINT (`up` starts it: one
+    /// listener per link, faults set over its loopback HTTP API; docs/network.md).
+    Netproxy {
+        /// Loopback address of the control API, e.g. 127.0.0.1:7070.
+        #[arg(long)]
+        control: std::net::SocketAddr,
+        /// A link: NAME,LISTEN,UPSTREAM, e.g. broker,127.0.0.1:19092,127.0.0.1:9092
+        /// (repeat for each link).
+        #[arg(long = "link", required = true)]
+        links: Vec<lossproof_netproxy::LinkSpec>,
+    },
     /// Run the embedded Confluent-compatible schema registry until SIGTERM/SIGINT.
     Registry {
         /// Loopback address to listen on, e.g. 127.0.0.1:8081 (port 0: any free port).
@@ -308,6 +319,11 @@ fn main() -> ExitCode {
         Command::Explain { file, seed, json } => explain::run(&file, seed, json),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Lsp { stdio: _ } => lsp::run().map_err(Into::into),
+        Command::Netproxy { control, links } => {
+            lossproof_netproxy::main_entry(control, links, lossproof_registry::shutdown_signal())
+                .map(|()| true)
+                .map_err(Into::into)
+        }
         Command::Registry { listen, state } => lossproof_registry::main_entry(listen, &state)
             .map(|()| true)
             .map_err(Into::into),

@@ -233,9 +233,10 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
     conclude(&record, &args.outputs, Some(&default_out))
 }
 
-/// Seeds running at once share the stack's processes: a fault that strikes
-/// one (`kill connect`, `restart broker`) would strike every seed under
-/// way, so such a scenario runs one seed at a time.
+/// Seeds running at once share the stack's processes and its network links:
+/// a fault that strikes one (`kill connect`, `restart broker`, `cut network
+/// to broker`) would strike every seed under way, so such a scenario runs
+/// one seed at a time.
 fn shared_faults_refused(
     plan: &lossproof_lang::Plan,
     locations: &run::Locations,
@@ -262,7 +263,7 @@ fn shared_faults_refused(
         return Ok(());
     }
     Err(format!(
-        "--jobs {jobs}: these faults strike a process every seed under way shares, so they would \
+        "--jobs {jobs}: these faults strike a process or a network link every seed under way shares, so they would \
          hit all {jobs} seeds at once; run this scenario with --jobs 1:\n  {}",
         shared.join("\n  ")
     )

@@ -74,7 +74,7 @@ pub fn plan_assertions(analysis: &mut Analysis) {
                         "the tables are diff(table, key, consumer, kind, source, lake), \
                          summary(consumer, table, rows_compared, source_rows, lake_rows, wrong_rows, missing, extra, stale, wrong, resurrected, duplicate), \
                          source_rows(table, key, row), lake_rows(consumer, table, key, row), \
-                         faults(phase, planned_ms, action, fault, text, fired, fired_ms, during_load, outcome)",
+                         faults(phase, planned_ms, action, fault, text, fired, fired_ms, ends_ms, during_load, outcome)",
                     ),
             );
         }

@@ -8,6 +8,7 @@ mod lake;
 mod lake_layer;
 mod language;
 mod lsp;
+mod network;
 mod properties;
 mod registry;
 mod run;

@@ -190,6 +190,7 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
         Interruption::Signal(nix::sys::signal::Signal::SIGTERM),
     );
     interrupted_seed_leaves_nothing(&state, Interruption::Panic);
+    network_faults(&state);
     a_scenario_that_must_fail_fails(&state);
     two_load_phases_continue_the_workload(&state);
     a_drain_between_phases_gates(&state);
@@ -430,6 +431,13 @@ fn leftovers(state: &Path, run: &str) -> Vec<String> {
         if connect.status(&names.connector).await.unwrap().is_some() {
             left.push(format!("connector {}", names.connector));
         }
+        let proxy = lossproof_runtime::NetProxy::new(ports.netproxy);
+        for link in proxy.links().await.unwrap() {
+            let owner = lossproof_stdlib::fault::network::owner(&names);
+            if link.faults.iter().any(|f| f.owner == owner) {
+                left.push(format!("network fault on {}", link.name));
+            }
+        }
         let kafka: BaseConsumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", format!("127.0.0.1:{}", ports.broker))
             .create()
@@ -454,6 +462,25 @@ fn leftovers(state: &Path, run: &str) -> Vec<String> {
         }
         left
     })
+}
+
+/// Network faults through the fault proxy: seen by real clients on every
+/// link, and a scenario's record matching what the proxy did.
+fn network_faults(state: &Path) {
+    crate::network::faults_reach_real_clients(state);
+    let (code, text, record) = run(
+        state,
+        &input("network.lp"),
+        "1",
+        &state.join("network.json"),
+    );
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    crate::network::scenario_record_matches_the_proxy(&record, state);
+    let run_id = record["run_id"].as_str().unwrap();
+    assert_eq!(
+        leftovers(state, &format!("{run_id}s1")),
+        Vec::<String>::new()
+    );
 }
 
 /// A scenario whose assertion cannot hold (the careless consumer after a

@@ -107,7 +107,7 @@ fn local_stack_end_to_end() {
     let up = ok(&lossproof(&state, &["up"]));
     assert!(up.contains("stack healthy"), "{up}");
     let all = states(&state);
-    assert_eq!(all.len(), 5, "{all:?}");
+    assert_eq!(all.len(), 6, "{all:?}");
     assert!(all.values().all(|s| s == "healthy"), "{all:?}");
     let verbose = ok(&lossproof(&state, &["status", "--verbose"]));
     assert!(
@@ -129,6 +129,7 @@ fn local_stack_end_to_end() {
     let stack = Stack::open(&state).unwrap();
     for component in [
         Component::Connect,
+        Component::Netproxy,
         Component::Registry,
         Component::Broker,
         Component::BrokerPostgres,

@@ -184,7 +184,7 @@ impl Scope<'_> {
     ) -> usize {
         let tables: Vec<&str> = self.workload.tables.iter().map(|t| t.name).collect();
         match kind {
-            ParamKind::Process | ParamKind::Target => {
+            ParamKind::Process | ParamKind::Target | ParamKind::Link => {
                 return self.target(kind, word, span, next, next_part, acc);
             }
             ParamKind::Table | ParamKind::Topic => {
@@ -304,6 +304,21 @@ impl Scope<'_> {
                     )
                     .label("not a process")
                     .help(format!("process targets are {}", list(&processes))),
+            );
+        }
+        if kind == ParamKind::Link && !sig.link {
+            let links: Vec<&str> = targets.iter().filter(|t| t.link).map(|t| t.name).collect();
+            acc.diagnostics.push(
+                Code::UnknownTarget
+                    .at(
+                        span,
+                        format!("`{word}` has no network link through the fault proxy"),
+                    )
+                    .label("no link to fault")
+                    .help(format!(
+                        "network faults reach {}: the connections to them go through the proxy",
+                        list(&links)
+                    )),
             );
         }
         let mut target = crate::plan::Target {

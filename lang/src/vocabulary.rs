@@ -20,7 +20,7 @@ pub trait Vocabulary {
 ///
 /// Pattern syntax: literal words; `{name:kind}` parameters; `[ … ]` an
 /// optional group. Kinds: `process` (a target that is a process), `target`
-/// (any target), `table`, `column` (an existing column of `{table}`),
+/// (any target), `link` (a target behind the fault proxy), `table`, `column` (an existing column of `{table}`),
 /// `widenable_column` (an existing column with a wider type), `new_column` (a column name the table does not have yet), `topic` (the
 /// topic of a workload table), `count`, `percent`, `duration`, `consumer`.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +95,8 @@ pub struct TargetSig {
     pub process: bool,
     /// May be followed by a consumer name (`consumer careless`).
     pub takes_consumer: bool,
+    /// The fault proxy stands in front of it: network faults reach it.
+    pub link: bool,
     pub summary: &'static str,
 }
 
@@ -126,6 +128,8 @@ pub enum PatternPart {
 pub enum ParamKind {
     Process,
     Target,
+    /// A target with a network link through the fault proxy.
+    Link,
     Table,
     Column,
     WidenableColumn,
@@ -142,6 +146,7 @@ impl ParamKind {
         Some(match kind {
             "process" => Self::Process,
             "target" => Self::Target,
+            "link" => Self::Link,
             "table" => Self::Table,
             "column" => Self::Column,
             "widenable_column" => Self::WidenableColumn,
@@ -159,7 +164,7 @@ impl ParamKind {
     #[must_use]
     pub fn placeholder(self) -> &'static str {
         match self {
-            Self::Process | Self::Target => "TARGET",
+            Self::Process | Self::Target | Self::Link => "TARGET",
             Self::Table | Self::Topic => "TABLE",
             Self::Column | Self::WidenableColumn => "COLUMN",
             Self::NewColumn => "NEW_COLUMN",

@@ -10,6 +10,10 @@ use crate::ports::Ports;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Component {
+    /// lossproof's TCP fault proxy (`lossproof netproxy`): one listener in
+    /// front of the broker, the source and the registry, where network
+    /// faults act. First, so the broker's advertised address answers.
+    Netproxy,
     /// The captured `PostgreSQL` (`wal_level=logical`).
     SourcePostgres,
     /// The broker's storage: a SEPARATE cluster, so nothing the broker does
@@ -25,7 +29,8 @@ pub enum Component {
 
 impl Component {
     /// Start order; stop in reverse.
-    pub const ALL: [Component; 5] = [
+    pub const ALL: [Component; 6] = [
+        Self::Netproxy,
         Self::SourcePostgres,
         Self::BrokerPostgres,
         Self::Broker,
@@ -36,6 +41,7 @@ impl Component {
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
+            Self::Netproxy => "netproxy",
             Self::SourcePostgres => "source-postgres",
             Self::BrokerPostgres => "broker-postgres",
             Self::Broker => "broker",
@@ -52,6 +58,7 @@ impl Component {
     #[must_use]
     pub fn port(self, ports: &Ports) -> u16 {
         match self {
+            Self::Netproxy => ports.netproxy,
             Self::SourcePostgres => ports.source_postgres,
             Self::BrokerPostgres => ports.broker_postgres,
             Self::Broker => ports.broker,
@@ -85,7 +92,7 @@ impl Component {
         match self {
             Self::Connect => Duration::from_mins(2),
             Self::SourcePostgres | Self::BrokerPostgres => Duration::from_mins(1),
-            Self::Broker | Self::Registry => Duration::from_secs(30),
+            Self::Netproxy | Self::Broker | Self::Registry => Duration::from_secs(30),
         }
     }
 }

@@ -36,7 +36,7 @@ plugin.discovery=service_load
 topic.creation.enable=true
 offset.flush.interval.ms=1000
 ",
-        broker = ports.broker,
+        broker = ports.broker_link,
         connect = ports.connect
     )
 }

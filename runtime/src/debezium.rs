@@ -87,7 +87,8 @@ pub fn config(
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "tasks.max": "1",
         "database.hostname": "127.0.0.1",
-        "database.port": ports.source_postgres.to_string(),
+        // Through the fault proxy's `postgres` link (docs/network.md).
+        "database.port": ports.source_link.to_string(),
         "database.user": "postgres",
         "database.password": "",
         "database.dbname": database,
@@ -108,7 +109,7 @@ pub fn config(
         "topic.creation.default.replication.factor": "1",
         "topic.creation.default.partitions": "1",
     });
-    let registry = format!("http://127.0.0.1:{}", ports.registry);
+    let registry = format!("http://127.0.0.1:{}", ports.registry_link);
     let extra = match encoding {
         Encoding::Avro => json!({
             "key.converter": "io.confluent.connect.avro.AvroConverter",
@@ -152,21 +153,39 @@ pub async fn start(
 
 /// Delete the connector and drop its slot and publication (deleting a
 /// connector never drops its slot: an orphan slot pins WAL forever).
+///
+/// Every step is tried even when one before it fails: a connector Connect
+/// cannot delete right now (a worker rebalancing after a network fault
+/// answers nothing for minutes) must not keep the slot, which holds the
+/// source's WAL. The delete is retried for up to [`DELETE_WITHIN`]; the
+/// first error is returned.
 pub async fn remove(
     connect: &ConnectClient,
     names: &CaptureNames,
     source: &tokio_postgres::Client,
 ) -> Result<()> {
-    connect.delete(&names.connector).await?;
-    drop_slot(source, &names.slot, Duration::from_secs(30)).await?;
-    source
+    let deadline = Instant::now() + DELETE_WITHIN;
+    let deleted = loop {
+        match connect.delete(&names.connector).await {
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            done => break done,
+        }
+    };
+    let dropped = drop_slot(source, &names.slot, Duration::from_secs(30)).await;
+    let unpublished = source
         .batch_execute(&format!(
             "DROP PUBLICATION IF EXISTS \"{}\"",
             names.publication
         ))
-        .await?;
-    Ok(())
+        .await
+        .map_err(Error::from);
+    deleted.and(dropped).and(unpublished)
 }
+
+/// How long [`remove`] keeps asking Connect to delete a connector.
+pub const DELETE_WITHIN: Duration = Duration::from_mins(1);
 
 /// Drop a replication slot, waiting (bounded) for its walsender to let go.
 pub async fn drop_slot(source: &tokio_postgres::Client, slot: &str, limit: Duration) -> Result<()> {

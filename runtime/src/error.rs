@@ -26,6 +26,8 @@ pub enum Error {
     Http(#[from] reqwest::Error),
     #[error("kafka connect: {0}")]
     Connect(String),
+    #[error("fault proxy: {0}")]
+    Netproxy(String),
     #[error("timed out after {0}s: {1}")]
     Timeout(u64, String),
     #[error("state file {path}: {reason}")]

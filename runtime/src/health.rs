@@ -34,6 +34,7 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
             Component::Broker => tcp(port)
                 .await
                 .map(|()| format!("nisshi {}", crate::tools::NISSHI_VERSION)),
+            Component::Netproxy => http_ok(http, &format!("http://127.0.0.1:{port}/health")).await,
             Component::Registry => http_ok(http, &format!("http://127.0.0.1:{port}/"))
                 .await
                 .map(|_| format!("lossproof registry {}", env!("CARGO_PKG_VERSION"))),

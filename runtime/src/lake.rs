@@ -29,6 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 use futures_util::TryStreamExt as _;
+use iceberg::io::LocalFsStorageFactory;
 use iceberg::spec::{DataFile, DataFileFormat};
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction as _, Transaction};
@@ -44,7 +45,6 @@ use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::{IcebergWriter as _, IcebergWriterBuilder as _};
 use iceberg::{Catalog as _, CatalogBuilder as _, NamespaceIdent, TableIdent};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalog, SqlCatalogBuilder};
-use iceberg_storage_opendal::OpenDalStorageFactory;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, IoContext as _, Result};
@@ -94,7 +94,7 @@ impl Lake {
             .uri(uri.clone())
             .warehouse_location(file_uri(&root.join("warehouse")))
             .sql_bind_style(SqlBindStyle::QMark)
-            .with_storage_factory(Arc::new(OpenDalStorageFactory::Fs))
+            .with_storage_factory(Arc::new(LocalFsStorageFactory))
             .load(CATALOG_NAME, HashMap::new())
             .await
             .map_err(|e| {

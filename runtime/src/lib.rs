@@ -4,6 +4,8 @@
 //!   component a child process in its own process group ([`ProcessRecord`]).
 //! - [`ConnectClient`] and [`debezium`]: the Debezium connector of a run, its
 //!   replication slot, and the drained check.
+//! - [`NetProxy`]: the client of the fault proxy that stands in front of the
+//!   broker, the source and the registry (network faults).
 //! - [`Lake`]: the local Iceberg lake (sqlite SQL catalog + filesystem
 //!   warehouse) that iceberg-rust and pyiceberg share.
 //!
@@ -16,6 +18,7 @@ pub mod debezium;
 pub mod error;
 pub mod health;
 pub mod lake;
+pub mod netproxy;
 pub mod ports;
 pub mod postgres;
 pub mod process;
@@ -29,6 +32,7 @@ pub use component::Component;
 pub use connect::ConnectClient;
 pub use error::{Error, Result};
 pub use lake::Lake;
+pub use netproxy::NetProxy;
 pub use ports::Ports;
 pub use process::ProcessRecord;
 pub use stack::Stack;

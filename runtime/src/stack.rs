@@ -111,10 +111,16 @@ impl Stack {
 
     /// The recorded ports, once `up` has chosen them.
     pub fn ports(&self) -> Result<Ports> {
-        self.state
-            .load()?
-            .ports
-            .ok_or_else(|| Error::Setup("the stack was never started: run `lossproof up`".into()))
+        let ports = self.state.load()?.ports.ok_or_else(|| {
+            Error::Setup("the stack was never started: run `lossproof up`".into())
+        })?;
+        if ports.complete() {
+            Ok(ports)
+        } else {
+            Err(Error::Setup(
+                "the stack was started by a lossproof without the fault proxy: run `lossproof up` again".into(),
+            ))
+        }
     }
 
     /// Bring every component to healthy. `progress` receives one line per step.
@@ -141,7 +147,7 @@ impl Stack {
 
     async fn up_locked(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
         let mut record = self.state.load()?;
-        let ports = if let Some(ports) = record.ports {
+        let ports = if let Some(ports) = record.ports.filter(Ports::complete) {
             ports
         } else {
             let ports = Ports::allocate()?;
@@ -243,7 +249,11 @@ impl Stack {
                 if !nisshi.is_file() {
                     return Err(Error::Missing(nisshi));
                 }
+                // It listens on its own port and advertises the proxy's:
+                // after bootstrapping, every Kafka client reaches the broker
+                // through the proxy's broker link.
                 let listener = format!("tcp://127.0.0.1:{}", ports.broker);
+                let advertised = format!("tcp://127.0.0.1:{}", ports.broker_link);
                 let mut command = Command::new(nisshi);
                 command
                     .arg("broker")
@@ -251,7 +261,7 @@ impl Stack {
                         "--listener-url",
                         &listener,
                         "--advertised-listener-url",
-                        &listener,
+                        &advertised,
                     ])
                     .arg("--storage-engine")
                     .arg(format!(
@@ -259,6 +269,26 @@ impl Stack {
                         ports.broker_postgres
                     ))
                     .args(["--group-initial-rebalance-delay", "0s"]);
+                command
+            }
+            Component::Netproxy => {
+                let link = |name: &str, listen: u16, upstream: u16| {
+                    format!("{name},127.0.0.1:{listen},127.0.0.1:{upstream}")
+                };
+                let mut command = Command::new(&self.exe);
+                command
+                    .arg("netproxy")
+                    .arg("--control")
+                    .arg(format!("127.0.0.1:{}", ports.netproxy))
+                    .args(["--link", &link("broker", ports.broker_link, ports.broker)])
+                    .args([
+                        "--link",
+                        &link("postgres", ports.source_link, ports.source_postgres),
+                    ])
+                    .args([
+                        "--link",
+                        &link("registry", ports.registry_link, ports.registry),
+                    ]);
                 command
             }
             Component::Registry => {

@@ -180,7 +180,7 @@ impl Words<'_> {
         let mut items = Self::faults();
         items.extend(KEYWORDS.iter().map(|k| keyword(k)));
         items.extend(self.shorthands(true));
-        items.extend(Self::targets(false));
+        items.extend(Self::targets(ParamKind::Target));
         items.extend(Self::consumers());
         items.extend(self.tables());
         items.extend(self.columns(None, false));
@@ -257,8 +257,7 @@ impl Words<'_> {
     /// The words a parameter of a pattern can be.
     fn param(&self, kind: ParamKind, table: Option<&str>) -> Vec<CompletionItem> {
         match kind {
-            ParamKind::Process => Self::targets(true),
-            ParamKind::Target => Self::targets(false),
+            ParamKind::Process | ParamKind::Target | ParamKind::Link => Self::targets(kind),
             ParamKind::Table | ParamKind::Topic => self.tables(),
             ParamKind::Column => self.columns(table, false),
             ParamKind::WidenableColumn => self.columns(table, true),
@@ -297,11 +296,15 @@ impl Words<'_> {
             .collect()
     }
 
-    fn targets(processes_only: bool) -> Vec<CompletionItem> {
+    fn targets(kind: ParamKind) -> Vec<CompletionItem> {
         Stdlib
             .targets()
             .iter()
-            .filter(|t| t.process || !processes_only)
+            .filter(|t| match kind {
+                ParamKind::Process => t.process,
+                ParamKind::Link => t.link,
+                _ => true,
+            })
             .map(|target| {
                 let detail = if target.process {
                     "target (a process)"

@@ -72,13 +72,33 @@ pub const FAULTS: &[FaultSig] = &[
     },
     FaultSig {
         name: "delay-network",
-        pattern: "delay network to {target:process} {delay:duration} [for {length:duration}]",
-        summary: "Add latency to every connection to the target (for the given time, else to the end of the block).",
+        pattern: "delay network to {target:link} {delay:duration} [jitter {jitter:duration}] [for {length:duration}]",
+        summary: "Hold every byte to and from the target DELAY (± JITTER, drawn from the seed) in each direction, through the fault proxy, for the given time or to the end of the block.",
+    },
+    FaultSig {
+        name: "limit-network",
+        pattern: "limit network to {target:link} {rate:count} kilobytes per second [for {length:duration}]",
+        summary: "Cap the link to the target at N kB/s in each direction (all its connections together), for the given time or to the end of the block.",
     },
     FaultSig {
         name: "cut-network",
-        pattern: "cut network to {target:process} for {length:duration}",
-        summary: "Refuse every connection to the target for the given time.",
+        pattern: "cut network to {target:link} for {length:duration}",
+        summary: "Refuse every new connection to the target and stall the open ones (nothing read or written) for the given time.",
+    },
+    FaultSig {
+        name: "reset-network",
+        pattern: "reset network to {target:link}",
+        summary: "Reset every open connection to the target at once (RST to both ends); clients must reconnect.",
+    },
+    FaultSig {
+        name: "blackhole-network",
+        pattern: "blackhole network to {target:link} for {length:duration}",
+        summary: "Accept every byte to and from the target and deliver none, with the connections left open, for the given time.",
+    },
+    FaultSig {
+        name: "slow-close",
+        pattern: "delay close to {target:link} {delay:duration} [for {length:duration}]",
+        summary: "Pass on each connection close (FIN) to or from the target DELAY late, for the given time or to the end of the block.",
     },
     FaultSig {
         name: "inject-junk",

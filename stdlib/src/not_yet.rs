@@ -24,16 +24,6 @@ pub const NOT_YET: &[(Kind, &str, &str)] = &[
     ),
     (
         Kind::Fault,
-        "delay-network",
-        "needs the fault proxy (issue 16)",
-    ),
-    (
-        Kind::Fault,
-        "cut-network",
-        "needs the fault proxy (issue 16)",
-    ),
-    (
-        Kind::Fault,
         "fill-broker",
         "needs broker pressure (issue 16)",
     ),
@@ -128,7 +118,7 @@ mod tests {
                 sig.name
             );
         }
-        for (name, _) in fault::REGISTRY {
+        for (name, _, _) in fault::REGISTRY {
             assert!(
                 crate::faults::FAULTS.iter().any(|f| f.name == *name),
                 "registered fault {name} is not in the vocabulary"

@@ -28,15 +28,15 @@ syntax keyword lpKeyword scenario workload consumers set include fragment use un
 syntax keyword lpKeyword within between and at every times randomly with chance assert expect true
 syntax keyword lpKeyword empty
 syntax keyword lpFault kill stop pause resume restart alter redeliver duplicate recreate drop delay
-syntax keyword lpFault cut inject compact expire fill
+syntax keyword lpFault limit cut reset blackhole inject compact expire fill
 syntax keyword lpTarget consumer connect connector broker postgres registry compactor
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
 syntax keyword lpWorkloadParam rate connections customers mix insert update delete cascade
 syntax keyword lpSetting consumer_batch autocommit_interval replica_identity partitions
 syntax keyword lpShorthand clean damaged most wrong rows fault fired
-syntax keyword lpFaultWord table widen add column rename to from start slot network for junk into
-syntax keyword lpFaultWord topic messages snapshots
+syntax keyword lpFaultWord table widen add column rename to from start slot network jitter for
+syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 

@@ -11,6 +11,7 @@ mod alter;
 mod connector;
 mod duplicate;
 mod junk;
+pub mod network;
 pub(crate) mod process;
 mod redeliver;
 
@@ -46,6 +47,45 @@ pub struct Ctx<'a> {
     pub seed_alive: std::sync::Weak<()>,
     /// The consumers under test, by name.
     pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+    /// How long the occurrence being fired acts ([`Lasts`]), from now:
+    /// `None` for a fault that acts at once.
+    pub acts_for: Option<std::time::Duration>,
+}
+
+/// How long a fault acts once fired: what the executor records as its end
+/// and what the fault itself is given as [`Ctx::acts_for`] (one truth).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lasts {
+    /// It acts at once (a kill, an ALTER, a reset).
+    Instant,
+    /// Until its phase ends.
+    Phase,
+    /// Its `for` length, or until its phase ends if that comes first (or if
+    /// it has no length).
+    ForLength,
+}
+
+impl Lasts {
+    /// From `now`, for `action` in a phase ending at `phase_end`.
+    #[must_use]
+    pub fn from_now(
+        self,
+        action: &PlannedAction,
+        now: std::time::Instant,
+        phase_end: std::time::Instant,
+    ) -> Option<std::time::Duration> {
+        let to_phase_end = phase_end.saturating_duration_since(now);
+        match self {
+            Self::Instant => None,
+            Self::Phase => Some(to_phase_end),
+            Self::ForLength => Some(match action.args.get("length") {
+                Some(ArgValue::DurationMs(ms)) => {
+                    std::time::Duration::from_millis(*ms).min(to_phase_end)
+                }
+                _ => to_phase_end,
+            }),
+        }
+    }
 }
 
 /// `Ok(what happened)` or `Err(why it did not fire)`: [`Error::NotFired`]
@@ -54,23 +94,95 @@ pub type Fired = Result<String, Error>;
 
 type FaultFn = for<'a> fn(&'a Ctx<'a>, &'a PlannedAction) -> BoxFuture<'a, Fired>;
 
-/// Every implemented fault, by stdlib name.
-pub const REGISTRY: &[(&str, FaultFn)] = &[
-    ("kill", |c, a| Box::pin(process::kill(c, a))),
-    ("stop", |c, a| Box::pin(process::stop(c, a))),
-    ("pause", |c, a| Box::pin(process::pause(c, a))),
-    ("resume", |c, a| Box::pin(process::resume(c, a))),
-    ("restart", |c, a| Box::pin(process::restart(c, a))),
-    ("widen-column", |c, a| Box::pin(alter::widen(c, a))),
-    ("add-column", |c, a| Box::pin(alter::add_column(c, a))),
-    ("drop-column", |c, a| Box::pin(alter::drop_column(c, a))),
-    ("redeliver", |c, a| Box::pin(redeliver::from_start(c, a))),
-    ("recreate-connector", |c, a| {
-        Box::pin(connector::recreate(c, a))
-    }),
-    ("drop-slot", |c, a| Box::pin(connector::drop_slot(c, a))),
-    ("inject-junk", |c, a| Box::pin(junk::inject(c, a))),
-    ("duplicate", |c, a| Box::pin(duplicate::duplicate(c, a))),
+/// Every implemented fault, by stdlib name, with how long it acts.
+pub const REGISTRY: &[(&str, FaultFn, Lasts)] = &[
+    ("kill", |c, a| Box::pin(process::kill(c, a)), Lasts::Instant),
+    ("stop", |c, a| Box::pin(process::stop(c, a)), Lasts::Instant),
+    (
+        "pause",
+        |c, a| Box::pin(process::pause(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "resume",
+        |c, a| Box::pin(process::resume(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "restart",
+        |c, a| Box::pin(process::restart(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "widen-column",
+        |c, a| Box::pin(alter::widen(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "add-column",
+        |c, a| Box::pin(alter::add_column(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "drop-column",
+        |c, a| Box::pin(alter::drop_column(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "redeliver",
+        |c, a| Box::pin(redeliver::from_start(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "recreate-connector",
+        |c, a| Box::pin(connector::recreate(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "drop-slot",
+        |c, a| Box::pin(connector::drop_slot(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "inject-junk",
+        |c, a| Box::pin(junk::inject(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "duplicate",
+        |c, a| Box::pin(duplicate::duplicate(c, a)),
+        Lasts::Phase,
+    ),
+    (
+        "delay-network",
+        |c, a| Box::pin(network::delay(c, a)),
+        Lasts::ForLength,
+    ),
+    (
+        "limit-network",
+        |c, a| Box::pin(network::limit(c, a)),
+        Lasts::ForLength,
+    ),
+    (
+        "cut-network",
+        |c, a| Box::pin(network::cut(c, a)),
+        Lasts::ForLength,
+    ),
+    (
+        "reset-network",
+        |c, a| Box::pin(network::reset(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "blackhole-network",
+        |c, a| Box::pin(network::blackhole(c, a)),
+        Lasts::ForLength,
+    ),
+    (
+        "slow-close",
+        |c, a| Box::pin(network::slow_close(c, a)),
+        Lasts::ForLength,
+    ),
 ];
 
 /// Whether target `name` is a process of the stack every seed shares
@@ -81,10 +193,13 @@ pub fn strikes_shared_process(name: &str) -> bool {
     process::component_named(name).is_some()
 }
 
-/// The implementation of fault `name`, if it has one yet.
+/// The implementation of fault `name`, and how long it acts, if it has one yet.
 #[must_use]
-pub fn find(name: &str) -> Option<FaultFn> {
-    REGISTRY.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+pub fn find(name: &str) -> Option<(FaultFn, Lasts)> {
+    REGISTRY
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, f, lasts)| (*f, *lasts))
 }
 
 fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, Error> {

@@ -22,6 +22,14 @@ pub(super) async fn cleanup(
 ) -> Vec<Error> {
     let broker = ports.broker;
     let mut failed = Vec::new();
+    // Network faults first: a cut or a blackhole still acting would stall
+    // every step after it.
+    if let Err(e) = lossproof_runtime::NetProxy::new(ports.netproxy)
+        .clear_owner(&crate::fault::network::owner(names))
+        .await
+    {
+        failed.push(e.into());
+    }
     if let Err(e) = debezium::remove(connect, names, source).await {
         failed.push(e.into());
     }

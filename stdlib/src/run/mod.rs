@@ -121,6 +121,10 @@ pub struct FaultRecord {
     pub fired: bool,
     /// Milliseconds from the seed's start, when it fired.
     pub fired_ms: Option<u64>,
+    /// When it stopped acting, for a fault that lasts (a network fault,
+    /// `duplicate`): its `for` length or its phase's end, whichever came first.
+    #[serde(default)]
+    pub ends_ms: Option<u64>,
     /// Whether the workload was still running when it fired.
     pub during_load: bool,
     /// What it did, or why it did not fire.
@@ -334,6 +338,7 @@ pub async fn run_seed(
             location: options.locations.action(o.action),
             fired: false,
             fired_ms: None,
+            ends_ms: None,
             during_load: false,
             outcome: "not reached".into(),
         })
@@ -445,6 +450,7 @@ async fn seed_body(
         connector_config: &prepared.config,
         workload: prepared.workload,
         consumers: &prepared.consumers,
+        acts_for: None,
     };
     let positions = crate::consumer::positions(&options.consumers, names, prepared.workload);
     let lake = Lake::open(stack.state().root()).await?;

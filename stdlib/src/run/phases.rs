@@ -108,9 +108,14 @@ pub(super) async fn phases(
             entry.during_load = workload.as_ref().is_some_and(|w| !w.0.is_finished());
             entry.fired_ms = Some(millis(seed_start.elapsed()));
             ctx.occurrence = i;
-            let fire = fault::find(&action.fault).ok_or_else(|| {
+            let (fire, lasts) = fault::find(&action.fault).ok_or_else(|| {
                 Error::Unsupported(format!("fault {} has no implementation", action.fault))
             })?;
+            ctx.acts_for = lasts.from_now(action, Instant::now(), ctx.phase_end);
+            entry.ends_ms = ctx
+                .acts_for
+                .zip(entry.fired_ms)
+                .map(|(acts, fired)| fired + millis(acts));
             let outcome = tokio::time::timeout(Duration::from_mins(2), fire(ctx, action))
                 .await
                 .unwrap_or_else(|_| {

@@ -246,6 +246,10 @@ pub fn faults_batch(faults: &[FaultRecord]) -> RecordBatch {
             Arc::new(faults.iter().map(|f| f.fired_ms).collect::<UInt64Array>()),
         ),
         (
+            Field::new("ends_ms", DataType::UInt64, true),
+            Arc::new(faults.iter().map(|f| f.ends_ms).collect::<UInt64Array>()),
+        ),
+        (
             Field::new("during_load", DataType::Boolean, false),
             Arc::new(
                 faults

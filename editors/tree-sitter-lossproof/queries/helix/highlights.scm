@@ -94,7 +94,8 @@
 ((identifier) @function.builtin
   (#any-of? @function.builtin
     "kill" "stop" "pause" "resume" "restart" "alter" "redeliver" "duplicate"
-    "recreate" "drop" "delay" "cut" "inject" "compact" "expire" "fill"))
+    "recreate" "drop" "delay" "limit" "cut" "reset" "blackhole" "inject"
+    "compact" "expire" "fill"))
 
 ; targets
 ((identifier) @type
@@ -130,7 +131,8 @@
 ((identifier) @keyword.operator
   (#any-of? @keyword.operator
     "table" "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
-    "for" "junk" "into" "topic" "messages" "snapshots"))
+    "jitter" "for" "kilobytes" "per" "second" "close" "junk" "into" "topic"
+    "messages" "snapshots"))
 
 ; units
 ((unit) @constant.numeric.unit
