@@ -18,6 +18,19 @@ fn request(fault: FaultKind, for_ms: u64) -> FaultRequest {
     }
 }
 
+/// A runtime to drive the proxy's client, and the stack's ports.
+fn runtime_and_ports(state: &Path) -> (tokio::runtime::Runtime, lossproof_runtime::Ports) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ports = lossproof_runtime::Stack::open(state)
+        .unwrap()
+        .ports()
+        .unwrap();
+    (runtime, ports)
+}
+
 /// An error with every cause under it (a connection error's cause says
 /// "Connection refused").
 fn chain(error: &dyn std::error::Error) -> String {
@@ -35,14 +48,7 @@ fn chain(error: &dyn std::error::Error) -> String {
 /// client through `broker`, a PostgreSQL client through `postgres`, HTTP
 /// through `registry`.
 pub fn faults_reach_real_clients(state: &Path) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ports = lossproof_runtime::Stack::open(state)
-        .unwrap()
-        .ports()
-        .unwrap();
+    let (runtime, ports) = runtime_and_ports(state);
     let proxy = NetProxy::new(ports.netproxy);
     runtime.block_on(async {
         broker_delay(&proxy, &ports).await;
@@ -212,14 +218,7 @@ pub fn scenario_record_matches_the_proxy(record: &serde_json::Value, state: &Pat
             other => panic!("unexpected fault {other}"),
         }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ports = lossproof_runtime::Stack::open(state)
-        .unwrap()
-        .ports()
-        .unwrap();
+    let (runtime, ports) = runtime_and_ports(state);
     let links = runtime
         .block_on(NetProxy::new(ports.netproxy).links())
         .unwrap();

@@ -12,9 +12,6 @@ pub use lossproof_netproxy::api::{
 
 use crate::error::{Error, Result};
 
-/// The links `up` starts, by the name of the target they stand in front of.
-pub const LINKS: [&str; 3] = ["broker", "postgres", "registry"];
-
 pub struct NetProxy {
     base: String,
     http: reqwest::Client,

@@ -53,16 +53,18 @@ impl Fixture {
     }
 
     async fn status(&self) -> LinkStatus {
-        let links: Vec<LinkStatus> = self
-            .http
-            .get(format!("http://{}/links", self.control))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let links: Vec<LinkStatus> =
+            answer(self.http.get(format!("http://{}/links", self.control))).await;
         links.into_iter().next().unwrap()
+    }
+
+    /// End every fault `owner` set.
+    async fn clear(&self, owner: &str) -> Cleared {
+        answer(
+            self.http
+                .delete(format!("http://{}/faults?owner={owner}", self.control)),
+        )
+        .await
     }
 
     async fn set(&self, fault: FaultKind, for_ms: u64, owner: &str) -> FaultAck {
@@ -73,24 +75,28 @@ impl Fixture {
             seed: 1,
             stream: 0,
         };
-        let response = self
-            .http
-            .post(format!("http://{}/links/echo/faults", self.control))
-            .json(&request)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_success(),
-            "{}",
-            response.text().await.unwrap()
-        );
-        response.json().await.unwrap()
+        answer(
+            self.http
+                .post(format!("http://{}/links/echo/faults", self.control))
+                .json(&request),
+        )
+        .await
     }
 
     async fn connect(&self) -> TcpStream {
         TcpStream::connect(self.link).await.unwrap()
     }
+}
+
+/// Send a control request; its JSON answer (a failure shows the proxy's reason).
+async fn answer<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
+    let response = request.send().await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
+    response.json().await.unwrap()
 }
 
 /// Send `bytes` and read the echo back; how long it took.
@@ -265,16 +271,7 @@ async fn faults_end_on_their_own_or_when_their_owner_is_cleared() {
         3,
         "the 300 ms delay did not end"
     );
-    let cleared: Cleared = proxy
-        .http
-        .delete(format!("http://{}/faults?owner=seed-1", proxy.control))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(cleared.cleared, 2);
+    assert_eq!(proxy.clear("seed-1").await.cleared, 2);
     let left = proxy.status().await.faults;
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].owner, "seed-2");

@@ -78,12 +78,9 @@ impl Lasts {
         match self {
             Self::Instant => None,
             Self::Phase => Some(to_phase_end),
-            Self::ForLength => Some(match action.args.get("length") {
-                Some(ArgValue::DurationMs(ms)) => {
-                    std::time::Duration::from_millis(*ms).min(to_phase_end)
-                }
-                _ => to_phase_end,
-            }),
+            Self::ForLength => Some(duration_arg(action, "length").map_or(to_phase_end, |ms| {
+                std::time::Duration::from_millis(ms).min(to_phase_end)
+            })),
         }
     }
 }
@@ -215,6 +212,14 @@ fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, Error> 
 fn count_arg(action: &PlannedAction, arg: &str) -> Option<u64> {
     match action.args.get(arg) {
         Some(ArgValue::Count(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+/// A duration argument, in milliseconds.
+fn duration_arg(action: &PlannedAction, arg: &str) -> Option<u64> {
+    match action.args.get(arg) {
+        Some(ArgValue::DurationMs(ms)) => Some(*ms),
         _ => None,
     }
 }

@@ -6,17 +6,17 @@
 
 use std::time::Duration;
 
-use lossproof_lang::plan::{ArgValue, PlannedAction};
+use lossproof_lang::plan::PlannedAction;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::netproxy::{FaultKind, FaultRequest, NetProxy};
 
-use super::{Ctx, Fired, count_arg};
+use super::{Ctx, Fired, count_arg, duration_arg};
 use crate::error::Error;
 
 /// `delay network to T D [jitter J] [for L]`.
 pub async fn delay(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
-    let ms = duration_arg(action, "delay")?;
-    let jitter_ms = optional_duration(action, "jitter").unwrap_or(0);
+    let ms = duration_arg(action, "delay").ok_or_else(|| missing(action, "delay"))?;
+    let jitter_ms = duration_arg(action, "jitter").unwrap_or(0);
     set(ctx, action, FaultKind::Delay { ms, jitter_ms }).await
 }
 
@@ -50,7 +50,7 @@ pub async fn blackhole(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
 
 /// `delay close to T D [for L]`.
 pub async fn slow_close(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
-    let ms = duration_arg(action, "delay")?;
+    let ms = duration_arg(action, "delay").ok_or_else(|| missing(action, "delay"))?;
     set(ctx, action, FaultKind::SlowClose { ms }).await
 }
 
@@ -109,17 +109,6 @@ async fn set(ctx: &Ctx<'_>, action: &PlannedAction, fault: FaultKind) -> Fired {
             format!("closes on the {link} link arrive {ms} ms late for {seconds:.1}s")
         }
     })
-}
-
-fn duration_arg(action: &PlannedAction, arg: &str) -> Result<u64, Error> {
-    optional_duration(action, arg).ok_or_else(|| missing(action, arg))
-}
-
-fn optional_duration(action: &PlannedAction, arg: &str) -> Option<u64> {
-    match action.args.get(arg) {
-        Some(ArgValue::DurationMs(ms)) => Some(*ms),
-        _ => None,
-    }
 }
 
 fn missing(action: &PlannedAction, arg: &str) -> Error {
