@@ -1,12 +1,14 @@
 //! Parse + analyse a generated 10,000-line scenario (target: well under a
-//! second), and the formatter and timeline on the same plan.
+//! second), and the formatter and timeline on the same plan: each timed
+//! over `--runs` runs (after one warm-up), median and slowest printed.
+//! Figures, not a test (docs/benchmarks.md).
 //!
-//! Run: `cargo bench --bench parse`
+//! Run: `cargo bench --bench parse [-- --runs N]`
 
 use std::fmt::Write as _;
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
 use lossproof_lang::{Analyzer, NoIncludes, Parser, format};
 use lossproof_stdlib::Stdlib;
 
@@ -42,7 +44,36 @@ fn scenario(lines: usize) -> String {
     out
 }
 
-fn bench(c: &mut Criterion) {
+#[derive(clap::Parser)]
+struct Args {
+    /// Timed runs of each step (one untimed warm-up first).
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+}
+
+/// Run `f` once to warm up, then `runs` times; print the median and the
+/// slowest run.
+fn time<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) {
+    black_box(f());
+    let mut took: Vec<Duration> = (0..runs.max(1))
+        .map(|_| {
+            let started = Instant::now();
+            black_box(f());
+            started.elapsed()
+        })
+        .collect();
+    took.sort_unstable();
+    println!(
+        "10k-line scenario / {name:<20} median {:>9.3} ms   slowest {:>9.3} ms   ({} runs)",
+        took[took.len() / 2].as_secs_f64() * 1e3,
+        took[took.len() - 1].as_secs_f64() * 1e3,
+        took.len()
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; it is not ours.
+    let args = <Args as clap::Parser>::parse_from(std::env::args().filter(|a| a != "--bench"));
     let text = scenario(10_000);
     assert!(text.lines().count() >= 10_000);
     let analyzer = Analyzer::new(&Stdlib, &NoIncludes);
@@ -54,20 +85,14 @@ fn bench(c: &mut Criterion) {
     let plan = analysis.plan.expect("plan");
     let parsed = Parser::parse(&text, 0);
 
-    let mut group = c.benchmark_group("10k-line scenario");
-    group.sample_size(20);
-    group.bench_function("parse", |b| b.iter(|| Parser::parse(black_box(&text), 0)));
-    group.bench_function("parse+analyse", |b| {
-        b.iter(|| analyzer.analyze("generated.lp", black_box(&text)));
+    time("parse", args.runs, || Parser::parse(black_box(&text), 0));
+    time("parse+analyse", args.runs, || {
+        analyzer.analyze("generated.lp", black_box(&text))
     });
-    group.bench_function("format", |b| {
-        b.iter(|| format(black_box(&parsed.file), &text));
+    time("format", args.runs, || {
+        format(black_box(&parsed.file), &text)
     });
-    group.bench_function("timeline (one seed)", |b| {
-        b.iter(|| plan.timeline(black_box(7)));
+    time("timeline (one seed)", args.runs, || {
+        plan.timeline(black_box(7))
     });
-    group.finish();
 }
-
-criterion_group!(benches, bench);
-criterion_main!(benches);

@@ -2,6 +2,7 @@
 //! which are harmless.
 
 mod check;
+mod compact_cli;
 mod consumer_cli;
 mod explain;
 mod fmt;
@@ -166,6 +167,22 @@ enum Command {
         /// How long the gate waits for the stream and consumers to drain.
         #[arg(long, default_value_t = 60)]
         wait_s: u64,
+    },
+    /// Compact a run's lake tables (every live data and delete file of each
+    /// into new data files, one replace commit under the base check): what
+    /// `compact table T` does in a scenario. Exit 1 if a writer won the race.
+    Compact {
+        /// The run (its namespaces carry this id).
+        #[arg(long)]
+        run: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// The table to compact (repeat for several).
+        #[arg(long = "table", required = true)]
+        tables: Vec<String>,
+        /// Consumers whose lakes to compact.
+        #[arg(long = "consumer", default_values_t = ["careless".to_owned(), "correct".to_owned()])]
+        consumers: Vec<String>,
     },
     /// Run the language server over stdio (for editors).
     Lsp {
@@ -422,6 +439,12 @@ fn main() -> ExitCode {
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
         }),
+        Command::Compact {
+            run,
+            state,
+            tables,
+            consumers,
+        } => compact_cli::compact(&state, &run, &tables, &consumers),
         Command::Vocab => {
             let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
             println!(

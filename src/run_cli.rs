@@ -246,11 +246,7 @@ fn shared_faults_refused(
         .actions
         .iter()
         .enumerate()
-        .filter(|(_, a)| {
-            a.target
-                .as_ref()
-                .is_some_and(|t| lossproof_stdlib::fault::strikes_shared_process(&t.component))
-        })
+        .filter(|(_, a)| lossproof_stdlib::fault::strikes_shared(a))
         .map(|(i, a)| {
             format!(
                 "{} ({})",
@@ -572,7 +568,35 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
                 file.display()
             );
         }
+        if let Some(races) = races_line(results, consumer) {
+            println!("  {races}");
+        }
     }
+}
+
+/// Consumer `consumer`'s commit races summed over the seeds (`compact
+/// table`, `expire snapshots`, and its own refused commits), if any seed
+/// recorded one.
+fn races_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
+    let mut sum = lossproof_stdlib::fault::maintenance::Races::default();
+    let mut any = false;
+    for r in results.iter().filter_map(|r| r.races.get(consumer)) {
+        any = true;
+        sum += r;
+    }
+    any.then(|| {
+        format!(
+            "commit races in its lake: compactions won {}, lost {}, idle {}; expiries won {}, lost {} ({} snapshots, {} orphan files deleted); its own commits refused {}",
+            sum.compactions_won,
+            sum.compactions_lost,
+            sum.compactions_idle,
+            sum.expiries_won,
+            sum.expiries_lost,
+            sum.snapshots_expired,
+            sum.orphan_files_deleted,
+            sum.consumer_conflicts
+        )
+    })
 }
 
 /// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,

@@ -124,16 +124,25 @@ fn check_plans_assertions_against_the_reconcilers_tables() {
 /// only uses what exists passes it.
 #[test]
 fn check_strict_reports_what_cannot_run_yet() {
-    let strict = lossproof(&["check", "--strict", "scenarios/compaction-race.lp"]);
+    let input = "tests/inputs/run/compactor.lp";
+    let strict = lossproof(&["check", "--strict", input]);
     assert_eq!(strict.status.code(), Some(1));
     let out = stdout(&strict);
     assert!(
-        out.contains("scenarios/compaction-race.lp:")
-            && out.contains("cannot run yet: needs the compaction job (issue 18)"),
+        out.contains(&format!("{input}:7:"))
+            && out.contains("cannot run yet: compaction runs inside the executor"),
         "{out}"
     );
-    let plain = lossproof(&["check", "scenarios/compaction-race.lp"]);
+    let plain = lossproof(&["check", input]);
     assert!(plain.status.success(), "without --strict it is valid");
+    for shipped in ["scenarios/compaction-race.lp", "scenarios/ordinary-week.lp"] {
+        let runnable = lossproof(&["check", "--strict", shipped]);
+        assert!(
+            runnable.status.success(),
+            "{shipped}: {}",
+            stdout(&runnable)
+        );
+    }
     let fine = lossproof(&["check", "--strict", "scenarios/crash.lp"]);
     assert!(fine.status.success(), "{}", stdout(&fine));
 }

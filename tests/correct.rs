@@ -544,12 +544,28 @@ async fn schema_follows_the_source(state: &Path, ports: Ports) {
         .batch_execute("UPDATE orders SET quantity = quantity + 1; UPDATE order_items SET quantity = quantity + 1; UPDATE customers SET tier = tier")
         .await
         .unwrap();
+    // A rename reaches the consumer as one changed row: every other row of
+    // the table keeps its value only if the lake renames the column (same
+    // field id) instead of dropping it and adding an empty one.
     gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    let lake = Lake::open(state).await.unwrap();
+    let (Some(before), None) = email_ids(&lake, &run).await else {
+        panic!("customers.email before the rename");
+    };
+    run.source
+        .batch_execute("ALTER TABLE customers RENAME COLUMN email TO email_address; UPDATE customers SET tier = tier WHERE customer_id IN (SELECT min(customer_id) FROM customers)")
+        .await
+        .unwrap();
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
+    assert_eq!(
+        email_ids(&lake, &run).await,
+        (None, Some(before)),
+        "renamed in place"
+    );
     assert_exact(
         &reconcile_correct(&run).await,
-        "widen, add and drop under load",
+        "widen, add, drop and rename under load",
     );
-    let lake = Lake::open(state).await.unwrap();
     let ns = iceberg::NamespaceIdent::new(namespace(&run));
     let orders_table = iceberg::Catalog::load_table(
         lake.catalog(),
@@ -601,6 +617,25 @@ async fn schema_follows_the_source(state: &Path, ports: Ports) {
         "{fatal}"
     );
     run.finish().await;
+}
+
+/// The field ids of `customers.email` and `customers.email_address` in the
+/// correct consumer's lake.
+async fn email_ids(lake: &Lake, run: &Run) -> (Option<i32>, Option<i32>) {
+    let customers = iceberg::Catalog::load_table(
+        lake.catalog(),
+        &iceberg::TableIdent::new(
+            iceberg::NamespaceIdent::new(namespace(run)),
+            "customers".into(),
+        ),
+    )
+    .await
+    .unwrap();
+    let schema = customers.metadata().current_schema();
+    (
+        schema.field_by_name("email").map(|f| f.id),
+        schema.field_by_name("email_address").map(|f| f.id),
+    )
 }
 
 /// pyiceberg 0.12 (no equality deletes) reads exactly the source's rows.

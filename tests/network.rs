@@ -19,7 +19,7 @@ fn request(fault: FaultKind, for_ms: u64) -> FaultRequest {
 }
 
 /// A runtime to drive the proxy's client, and the stack's ports.
-fn runtime_and_ports(state: &Path) -> (tokio::runtime::Runtime, lossproof_runtime::Ports) {
+pub fn runtime_and_ports(state: &Path) -> (tokio::runtime::Runtime, lossproof_runtime::Ports) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

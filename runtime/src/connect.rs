@@ -98,6 +98,13 @@ impl ConnectorStatus {
             && !self.tasks.is_empty()
             && self.tasks.iter().all(|t| t == "RUNNING")
     }
+
+    /// The connector or one of its tasks FAILED: Connect does not restart
+    /// either by itself ("will not recover until manually restarted").
+    #[must_use]
+    pub fn failed(&self) -> bool {
+        self.connector == "FAILED" || self.tasks.iter().any(|t| t == "FAILED")
+    }
 }
 
 impl ConnectClient {

@@ -235,7 +235,13 @@ pub async fn current_lsn(source: &tokio_postgres::Client) -> Result<u64> {
 pub enum NotDrained {
     NoSlot,
     ConnectorNotRunning(String),
-    Behind { confirmed: u64, target: u64 },
+    /// The connector or a task FAILED: it will not recover by itself, so
+    /// waiting longer cannot help.
+    ConnectorFailed(String),
+    Behind {
+        confirmed: u64,
+        target: u64,
+    },
 }
 
 impl std::fmt::Display for NotDrained {
@@ -243,6 +249,10 @@ impl std::fmt::Display for NotDrained {
         match self {
             Self::NoSlot => f.write_str("the replication slot does not exist"),
             Self::ConnectorNotRunning(state) => write!(f, "the connector is not running ({state})"),
+            Self::ConnectorFailed(state) => write!(
+                f,
+                "the connector FAILED and Connect does not restart it by itself ({state})"
+            ),
             Self::Behind { confirmed, target } => write!(
                 f,
                 "the slot confirmed LSN {} but the source is at {} ({} bytes behind)",
@@ -265,6 +275,12 @@ pub async fn drained_now(
 ) -> Result<Result<(), NotDrained>> {
     match connect.status(&names.connector).await? {
         Some(status) if status.running() => {}
+        Some(status) if status.failed() => {
+            return Ok(Err(NotDrained::ConnectorFailed(format!(
+                "{} {:?}",
+                status.connector, status.tasks
+            ))));
+        }
         Some(status) => {
             return Ok(Err(NotDrained::ConnectorNotRunning(format!(
                 "{} {:?}",
@@ -308,7 +324,8 @@ pub async fn wait_drained(
     let deadline = Instant::now() + limit;
     loop {
         let now = drained_now(connect, names, source, target).await?;
-        if now.is_ok() || Instant::now() >= deadline {
+        let hopeless = matches!(now, Err(NotDrained::ConnectorFailed(_)));
+        if now.is_ok() || hopeless || Instant::now() >= deadline {
             return Ok(now);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -50,12 +50,14 @@ use parquet::file::properties::WriterProperties;
 use crate::error::{Error, IoContext as _, Result};
 
 mod commit;
+mod compact;
 mod maintenance;
 pub mod read;
 mod schema;
 mod sql;
 
 pub use commit::{Commit, CommitError, MERGE_FULL_ENTRIES, MERGE_MIN_COUNT};
+pub use compact::{CARRIED_PREFIX, Compacted, LiveFile, ident, live_files};
 pub use maintenance::{
     Expired, MaintenanceError, OrphanFiles, Retain, latest_properties, latest_property,
 };

@@ -64,6 +64,48 @@ pub async fn ensure_database(port: u16, database: &str) -> Result<()> {
     Ok(())
 }
 
+/// Make `database` refuse or accept writes again. Refusing sets
+/// `default_transaction_read_only` on the database and ends its sessions,
+/// so every client reconnects into sessions where each write fails (reads
+/// still work): what a storage that cannot write does to its clients, as a
+/// full disk would. Accepting again resets the setting and, only if it was
+/// set, ends the sessions again (those opened meanwhile are read-only).
+/// Returns how many sessions were ended; accepting writes on a database
+/// that already does is a no-op (safe on every clean-up path).
+pub async fn set_writable(port: u16, database: &str, writable: bool) -> Result<u64> {
+    let client = connect(port, "postgres").await?;
+    let read_only = client
+        .query_opt(
+            "SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase \
+             WHERE d.datname = $1 AND s.setrole = 0 \
+               AND 'default_transaction_read_only=on' = ANY(s.setconfig)",
+            &[&database],
+        )
+        .await?
+        .is_some();
+    if read_only != writable {
+        return Ok(0);
+    }
+    // Identifiers cannot be bound as parameters; `database` is ours.
+    let quoted = format!("\"{}\"", database.replace('"', "\"\""));
+    client
+        .batch_execute(&if writable {
+            format!("ALTER DATABASE {quoted} RESET default_transaction_read_only")
+        } else {
+            format!("ALTER DATABASE {quoted} SET default_transaction_read_only = on")
+        })
+        .await?;
+    let ended: i64 = client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&database],
+        )
+        .await?
+        .get(0);
+    Ok(u64::try_from(ended).unwrap_or(0))
+}
+
 /// Make sure the cluster exists; returns its folder. When running as root the
 /// cluster belongs to `postgres`; if that user cannot reach the state dir
 /// (e.g. under a home directory with mode 700), the cluster lives under

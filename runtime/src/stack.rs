@@ -361,7 +361,9 @@ impl Stack {
                 postgres::ensure_database(ports.source_postgres, SOURCE_DATABASE).await
             }
             Component::BrokerPostgres => {
-                postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await
+                postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await?;
+                // A run killed during `fill broker` left it read-only.
+                set_broker_storage_writable(ports, true).await.map(drop)
             }
             _ => Ok(()),
         }
@@ -410,6 +412,21 @@ impl Stack {
 
     /// The recorded process of one component, if `up` started it: what
     /// faults (and tests of detection and recovery) signal.
+    /// Start again whatever component's process is gone (a fault ended it),
+    /// through [`Stack::up`]; `Ok(false)`, without touching anything, when
+    /// every recorded process is alive. Cheap enough for every seed.
+    pub async fn heal(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<bool> {
+        let record = self.state.load()?;
+        let all_alive = Component::ALL
+            .iter()
+            .all(|c| record.processes.get(c).is_some_and(ProcessRecord::alive));
+        if all_alive {
+            return Ok(false);
+        }
+        self.up(progress).await?;
+        Ok(true)
+    }
+
     pub fn process(&self, component: Component) -> Result<Option<ProcessRecord>> {
         Ok(self.state.load()?.processes.get(&component).copied())
     }
@@ -552,4 +569,11 @@ impl Drop for CleanupOnPanic {
             });
         }
     }
+}
+
+/// Make the broker's storage (its `PostgreSQL` database) refuse writes, or
+/// accept them again ([`postgres::set_writable`]): how `fill broker`
+/// strikes. Returns how many storage sessions of the broker were ended.
+pub async fn set_broker_storage_writable(ports: &Ports, writable: bool) -> Result<u64> {
+    postgres::set_writable(ports.broker_postgres, BROKER_DATABASE, writable).await
 }

@@ -4,7 +4,7 @@
 //! between, which decides on it (a drain gate's INVALID, a fault that did
 //! not fire, an interrupt) instead of on text.
 
-use lossproof_runtime::lake::{CommitError, ReadError};
+use lossproof_runtime::lake::{CommitError, MaintenanceError, ReadError};
 use lossproof_runtime::reconcile;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,8 @@ pub enum Error {
     Commit(#[from] CommitError),
     #[error(transparent)]
     LakeRead(#[from] ReadError),
+    #[error(transparent)]
+    Maintenance(#[from] MaintenanceError),
     #[error(transparent)]
     Reconcile(#[from] reconcile::Error),
     #[error("{what}: {source}")]

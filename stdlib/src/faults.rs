@@ -117,7 +117,7 @@ pub const FAULTS: &[FaultSig] = &[
     },
     FaultSig {
         name: "fill-broker",
-        pattern: "fill broker",
-        summary: "Put the broker under topic quota pressure by filling it with filler records.",
+        pattern: "fill broker [for {length:duration}]",
+        summary: "Make the broker's storage refuse every write, as a full disk does (reads still work), for the given time or to the end of the block.",
     },
 ];

@@ -528,7 +528,10 @@ impl Manifests<'_> {
         let mut kept: Vec<ManifestFile> = Vec::new();
         if let Some(current) = meta.current_snapshot() {
             let list = base.manifest_list_reader(current).load().await?;
-            for manifest_file in list.consume_entries() {
+            // Collected first: the crate's iterator is not `Send`, and a
+            // commit must be able to run on any task (the executor's faults).
+            let entries: Vec<ManifestFile> = list.consume_entries().into_iter().collect();
+            for manifest_file in entries {
                 if remove.is_empty() {
                     kept.push(manifest_file);
                     continue;

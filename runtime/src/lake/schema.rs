@@ -1,19 +1,21 @@
 //! Schema evolution with a base check: add an optional column, drop a
-//! non-key column, widen a column's type the way the Iceberg spec allows.
-//! Nothing else.
+//! non-key column, rename a column, widen a column's type the way the
+//! Iceberg spec allows. Nothing else.
 //!
 //! iceberg-rust 0.10 has no type widening, and its metadata builder accepts
 //! ILLEGAL changes (long -> int, string -> long) without a word
 //! (../shared/design/ICEBERG.md), so every new schema is checked here against
 //! the current one before it is committed:
 //!
-//! - a column keeps its field id, name, requiredness and type, except that a
+//! - a column keeps its field id, requiredness and type, except that a
 //!   primitive type may be PROMOTED: int -> long, float -> double,
 //!   decimal(P, S) -> decimal(P', S) with P' > P (same scale);
+//! - a column may be renamed (same field id: old files read under the new
+//!   name, since readers resolve columns by id);
 //! - a new column is optional, top-level, and gets a field id above every id
 //!   the table ever used;
 //! - a non-key column may be dropped (its field id is never reused);
-//! - nothing else: no narrowing, no other type change, no rename,
+//! - nothing else: no narrowing, no other type change,
 //!   no requiredness change (required -> optional is legal Iceberg, but not
 //!   offered here), no change inside a struct, list or map, no change of the
 //!   identifier fields.
@@ -57,6 +59,9 @@ pub enum SchemaChange {
     /// Remove a column that is not part of the key. Old files keep their
     /// values; readers no longer see them (its field id is never reused).
     DropColumn { column: String },
+    /// Give a column a new name; it keeps its field id, so every file
+    /// written before reads under the new name.
+    Rename { column: String, to: String },
 }
 
 impl SchemaChange {
@@ -74,6 +79,15 @@ impl SchemaChange {
     pub fn drop_column(column: &str) -> Self {
         Self::DropColumn {
             column: column.to_owned(),
+        }
+    }
+
+    /// [`SchemaChange::Rename`].
+    #[must_use]
+    pub fn rename(column: &str, to: &str) -> Self {
+        Self::Rename {
+            column: column.to_owned(),
+            to: to.to_owned(),
         }
     }
 
@@ -179,6 +193,27 @@ impl Lake {
                     widened.field_type = Box::new(Type::Primitive(to.clone()));
                     *slot = widened.into();
                 }
+                SchemaChange::Rename { column, to } => {
+                    if let Some(existing) = fields.iter().find(|f| &f.name == to) {
+                        return Err(refused(
+                            to,
+                            existing.field_type.to_string(),
+                            existing.field_type.to_string(),
+                            "a column of that name exists",
+                        ));
+                    }
+                    let Some(slot) = fields.iter_mut().find(|f| &f.name == column) else {
+                        return Err(refused(
+                            column,
+                            "absent".to_owned(),
+                            "absent".to_owned(),
+                            "no such column",
+                        ));
+                    };
+                    let mut renamed = NestedField::clone(slot);
+                    renamed.name.clone_from(to);
+                    *slot = renamed.into();
+                }
                 SchemaChange::DropColumn { column } => {
                     let before = fields.len();
                     fields.retain(|f| &f.name != column);
@@ -281,14 +316,6 @@ pub fn check_evolution(
             continue;
         };
         let to = field.field_type.to_string();
-        if field.name != old.name {
-            return Err(refused(
-                &old.name,
-                from,
-                to,
-                format!("renaming it to `{}` is not supported", field.name),
-            ));
-        }
         if field.required != old.required {
             let reason = if old.required {
                 "required -> optional is not supported here"

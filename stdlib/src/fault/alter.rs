@@ -1,4 +1,5 @@
-//! `alter table T widen C` / `add column C` / `drop column C`: schema changes
+//! `alter table T widen C` / `add column C` / `drop column C` / `rename
+//! column C to D`: schema changes
 //! on the source while the workload runs.
 
 use lossproof_lang::plan::PlannedAction;
@@ -64,6 +65,26 @@ pub async fn drop_column(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             "ALTER TABLE {} DROP COLUMN {}",
             quote_ident(table),
             quote_ident(column)
+        ),
+    )
+    .await
+}
+
+/// `ALTER TABLE … RENAME COLUMN … TO …`. The workload writes rows by
+/// position, but updates `orders`' status, amount, quantity, note and
+/// updated_at by name: renaming one of those makes those updates fail
+/// (counted in the seed's `workload_failed`).
+pub async fn rename_column(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    let table = name_arg(action, "table")?;
+    let column = name_arg(action, "column")?;
+    let new_name = name_arg(action, "new_name")?;
+    execute(
+        ctx,
+        format!(
+            "ALTER TABLE {} RENAME COLUMN {} TO {}",
+            quote_ident(table),
+            quote_ident(column),
+            quote_ident(new_name)
         ),
     )
     .await

@@ -8,9 +8,11 @@
 //! `faults` table, so a scenario can prove every fault fired.
 
 mod alter;
+mod broker;
 mod connector;
 mod duplicate;
 mod junk;
+pub mod maintenance;
 pub mod network;
 pub(crate) mod process;
 mod redeliver;
@@ -50,6 +52,10 @@ pub struct Ctx<'a> {
     /// How long the occurrence being fired acts ([`Lasts`]), from now:
     /// `None` for a fault that acts at once.
     pub acts_for: Option<std::time::Duration>,
+    /// The lake every consumer writes (maintenance faults commit to it).
+    pub lake: &'a lossproof_runtime::Lake,
+    /// The maintenance commits' races, per consumer lake (into the record).
+    pub races: &'a std::sync::Mutex<BTreeMap<String, maintenance::Races>>,
 }
 
 /// How long a fault acts once fired: what the executor records as its end
@@ -126,6 +132,11 @@ pub const REGISTRY: &[(&str, FaultFn, Lasts)] = &[
         Lasts::Instant,
     ),
     (
+        "rename-column",
+        |c, a| Box::pin(alter::rename_column(c, a)),
+        Lasts::Instant,
+    ),
+    (
         "redeliver",
         |c, a| Box::pin(redeliver::from_start(c, a)),
         Lasts::Instant,
@@ -176,17 +187,47 @@ pub const REGISTRY: &[(&str, FaultFn, Lasts)] = &[
         Lasts::ForLength,
     ),
     (
+        "fill-broker",
+        |c, a| Box::pin(broker::fill(c, a)),
+        Lasts::ForLength,
+    ),
+    (
+        "compact-table",
+        |c, a| Box::pin(maintenance::compact(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "expire-snapshots",
+        |c, a| Box::pin(maintenance::expire(c, a)),
+        Lasts::Instant,
+    ),
+    (
         "slow-close",
         |c, a| Box::pin(network::slow_close(c, a)),
         Lasts::ForLength,
     ),
 ];
 
+/// Faults that strike something every seed under way shares whatever
+/// their target: the broker's storage.
+const SHARED_FAULTS: &[&str] = &["fill-broker"];
+
+/// Whether `action` strikes something every seed under way shares: a
+/// process of the stack, or the broker's storage (`--jobs` refuses these).
+#[must_use]
+pub fn strikes_shared(action: &PlannedAction) -> bool {
+    SHARED_FAULTS.contains(&action.fault.as_str())
+        || action
+            .target
+            .as_ref()
+            .is_some_and(|t| strikes_shared_process(&t.component))
+}
+
 /// Whether target `name` is a process of the stack every seed shares
 /// (`connect`, `broker`, `postgres`, `registry`), as opposed to one seed's
 /// own consumers or connector.
 #[must_use]
-pub fn strikes_shared_process(name: &str) -> bool {
+fn strikes_shared_process(name: &str) -> bool {
     process::component_named(name).is_some()
 }
 

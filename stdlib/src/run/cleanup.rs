@@ -30,6 +30,16 @@ pub(super) async fn cleanup(
     {
         failed.push(e.into());
     }
+    // A `fill broker` still acting would fail every topic and group step.
+    if let Err(e) = lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await {
+        failed.push(e.into());
+    }
+    // The connector is removed through Connect's REST API: a worker a fault
+    // ended (`fill broker` can) is started again first, or it would bring
+    // the seed's connector (kept in its config topic) back later.
+    if let Err(e) = stack.heal(&|_| {}).await {
+        failed.push(e.into());
+    }
     if let Err(e) = debezium::remove(connect, names, source).await {
         failed.push(e.into());
     }

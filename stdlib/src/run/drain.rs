@@ -68,3 +68,18 @@ fn fatal_line(log: &std::path::Path) -> Option<String> {
         .rev()
         .find_map(|l| l.strip_prefix("fatal: ").map(str::to_owned))
 }
+
+/// How many of a consumer's commits the base check refused, from its log:
+/// the lines quoting a `CommitError::Conflict` or `InputGone` (each consumer
+/// logs every refused commit once, with the error's text).
+pub(super) fn conflicts_logged(log: &Path) -> u64 {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return 0;
+    };
+    text.lines()
+        .filter(|l| {
+            l.contains("commit conflict on ")
+                || l.contains("is not a live file of the table any more")
+        })
+        .count() as u64
+}

@@ -178,6 +178,11 @@ pub struct SeedRecord {
     pub timings: Timings,
     /// Where the diff was written (`--keep`, FAIL).
     pub diff_file: Option<PathBuf>,
+    /// Per consumer lake: the maintenance commits (`compact table`,
+    /// `expire snapshots`) won and lost against the consumer's commits, and
+    /// the consumer's own commits refused by the base check.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub races: BTreeMap<String, crate::fault::maintenance::Races>,
 }
 
 /// The record of a run (`--out`, default `<state>/runs/<run id>.json`):
@@ -223,6 +228,7 @@ impl SeedRecord {
             ops_per_second: Vec::new(),
             timings: Timings::default(),
             diff_file: None,
+            races: BTreeMap::new(),
         }
     }
 }
@@ -437,6 +443,8 @@ async fn seed_body(
     let prepared =
         setup::setup(stack, plan, options, run, names, source, connect, progress).await?;
     let alive = Arc::new(());
+    let lake = Lake::open(stack.state().root()).await?;
+    let races = std::sync::Mutex::new(BTreeMap::new());
     let mut ctx = Ctx {
         seed_alive: Arc::downgrade(&alive),
         seed,
@@ -451,9 +459,10 @@ async fn seed_body(
         workload: prepared.workload,
         consumers: &prepared.consumers,
         acts_for: None,
+        lake: &lake,
+        races: &races,
     };
     let positions = crate::consumer::positions(&options.consumers, names, prepared.workload);
-    let lake = Lake::open(stack.state().root()).await?;
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(&mut ctx, plan, &positions, &lake, record, progress).await?;
@@ -464,6 +473,20 @@ async fn seed_body(
     let gated = drain::drain(&ctx, &positions, &lake, drain_limit).await;
     record.timings.drain_ms = millis(drain_start.elapsed());
     let stopped = drain::stop_consumers(&prepared.consumers, &prepared.logs).await;
+    record.races = races
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    for consumer in &options.consumers {
+        let conflicts = drain::conflicts_logged(&prepared.logs.join(format!("{consumer}.log")));
+        if conflicts > 0 || record.races.contains_key(consumer) {
+            record
+                .races
+                .entry(consumer.clone())
+                .or_default()
+                .consumer_conflicts = conflicts;
+        }
+    }
     if !stopped.is_empty() {
         // A consumer that refused to guess is a FAIL with its reason, never
         // a count (it stopped on purpose) nor an INVALID (nothing is wrong

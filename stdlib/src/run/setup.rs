@@ -50,6 +50,12 @@ pub(super) async fn setup(
         Some(SettingValue::Count(n)) => i32::try_from(*n).unwrap_or(1),
         _ => 1,
     };
+    // Each seed starts on a healthy stack: a fault of an earlier seed may
+    // have left a component down (`fill broker` can end the Connect worker:
+    // docs/run.md).
+    stack.heal(&|line| progress(line)).await?;
+    // A run killed during `fill broker` may have left the broker read-only.
+    lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await?;
     progress("preparing: source tables, connector, consumers");
     let config = workload::capture(
         source,

@@ -873,16 +873,24 @@ fn keyed<'a>(
 }
 
 /// The changes that bring `table`'s schema to the writer schema `columns`
-/// (Debezium's (name, type) pairs): new columns added, missing ones
-/// dropped, types widened; a lake type already wider than the events' is
-/// kept (its values fit). Anything else is [`Fatal::Schema`].
+/// (Debezium's (name, type) pairs): renamed columns renamed, new columns
+/// added, missing ones dropped, types widened; a lake type already wider
+/// than the events' is kept (its values fit). Anything else is
+/// [`Fatal::Schema`].
 fn schema_changes(
     table: &state::TableState,
     columns: &[(String, String)],
 ) -> Result<Vec<SchemaChange>, Fatal> {
     let schema = table.table.metadata().current_schema();
-    let mut changes = Vec::new();
+    let renames = renames(table, columns)?;
+    let mut changes: Vec<SchemaChange> = renames
+        .iter()
+        .map(|(from, to)| SchemaChange::rename(from, to))
+        .collect();
     for (name, events) in columns {
+        if renames.iter().any(|(_, to)| to == name) {
+            continue;
+        }
         let wanted = iceberg_type(events);
         match schema.field_by_name(name) {
             None => {
@@ -932,7 +940,9 @@ fn schema_changes(
         }
     }
     for field in schema.as_struct().fields() {
-        if !columns.iter().any(|(n, _)| n == &field.name) {
+        if !columns.iter().any(|(n, _)| n == &field.name)
+            && !renames.iter().any(|(from, _)| from == &field.name)
+        {
             if table.key_columns.contains(&field.name) {
                 return Err(schema_fatal(
                     table,
@@ -946,6 +956,51 @@ fn schema_changes(
         }
     }
     Ok(changes)
+}
+
+/// The lake columns the writer schema renamed, as (old name, new name).
+///
+/// A rename reaches us as a column that disappeared and one that appeared,
+/// and looks like a drop plus an add, except that the renamed column keeps
+/// its POSITION (../shared/design/SINKS.md, trap 19): a lake column missing
+/// from the events whose position the events fill with a column the lake
+/// lacks, of the same type, was renamed. (A drop and an add in one go put
+/// the new column last; a drop and an add of a column of the same name and
+/// type at the same position are indistinguishable from a rename, and
+/// harmless to read as one: the values were copied by position.) Renaming a
+/// key column is [`Fatal::Schema`]: the lake's keys are matched by name.
+fn renames(
+    table: &state::TableState,
+    columns: &[(String, String)],
+) -> Result<Vec<(String, String)>, Fatal> {
+    let schema = table.table.metadata().current_schema();
+    let fields = schema.as_struct().fields();
+    let mut out = Vec::new();
+    for (position, (name, events)) in columns.iter().enumerate() {
+        let Some(field) = fields.get(position) else {
+            continue;
+        };
+        let appeared = schema.field_by_name(name).is_none();
+        let disappeared = !columns.iter().any(|(n, _)| n == &field.name);
+        let same_type = field
+            .field_type
+            .as_primitive_type()
+            .is_some_and(|lake| debezium_type_name(lake) == *events);
+        if !(appeared && disappeared && same_type) {
+            continue;
+        }
+        if table.key_columns.contains(&field.name) {
+            return Err(schema_fatal(
+                table,
+                &field.name,
+                &field.field_type.to_string(),
+                events,
+                &format!("the key column was renamed to `{name}`: keys are matched by name"),
+            ));
+        }
+        out.push((field.name.clone(), name.clone()));
+    }
+    Ok(out)
 }
 
 fn schema_fatal(

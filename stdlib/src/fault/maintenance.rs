@@ -1,0 +1,198 @@
+//! `compact table T` and `expire snapshots`: the lake's maintenance, run
+//! by the executor in every consumer's lake while the consumers commit, so
+//! each maintenance commit races theirs under the base check
+//! (`lossproof_runtime::lake`'s compaction and expiry). Who won and lost is
+//! tallied per consumer lake in the seed's record ([`Races`]).
+
+use std::time::{Duration, SystemTime};
+
+use iceberg::{Catalog as _, NamespaceIdent, TableIdent};
+use lossproof_lang::plan::PlannedAction;
+use lossproof_runtime::lake::{CommitError, Compacted, Retain};
+use serde::{Deserialize, Serialize};
+
+use super::{Ctx, Fired, name_arg};
+use crate::error::Error;
+
+/// `expire snapshots` keeps the snapshots committed in the last this-long
+/// (and always each table's current one): a compressed stand-in for
+/// Iceberg's default of five days.
+pub const EXPIRE_OLDER_THAN: Duration = Duration::from_secs(10);
+
+/// Files modified less than this long ago are never deleted as orphans: a
+/// consumer may have written them for a commit it has not made yet
+/// (SINKS.md trap 15). Iceberg's own default is three days.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(30);
+
+/// How often `expire snapshots` retries a table whose expiry lost the race
+/// to a consumer's commit (each try re-reads the table).
+const EXPIRE_TRIES: usize = 3;
+
+/// The maintenance commits in one consumer's lake during a seed, and how
+/// they fared against the consumer's own commits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Races {
+    /// Compactions committed (the consumer's next commit against the old
+    /// table then conflicts).
+    pub compactions_won: u64,
+    /// Compactions refused because the consumer committed after they read.
+    pub compactions_lost: u64,
+    /// Compactions with nothing to do (one data file, no deletes).
+    pub compactions_idle: u64,
+    /// Snapshot expiries committed, and those that lost every try.
+    pub expiries_won: u64,
+    pub expiries_lost: u64,
+    pub snapshots_expired: u64,
+    pub orphan_files_deleted: u64,
+    /// Commits of the consumer itself refused by the base check, counted
+    /// from its log once it stopped: the careless consumer drops the batch
+    /// part, the correct one reloads and re-applies.
+    pub consumer_conflicts: u64,
+}
+
+impl std::ops::AddAssign<&Races> for Races {
+    fn add_assign(&mut self, other: &Races) {
+        self.compactions_won += other.compactions_won;
+        self.compactions_lost += other.compactions_lost;
+        self.compactions_idle += other.compactions_idle;
+        self.expiries_won += other.expiries_won;
+        self.expiries_lost += other.expiries_lost;
+        self.snapshots_expired += other.snapshots_expired;
+        self.orphan_files_deleted += other.orphan_files_deleted;
+        self.consumer_conflicts += other.consumer_conflicts;
+    }
+}
+
+/// The namespaces of the consumers under test, by consumer name.
+async fn lakes(ctx: &Ctx<'_>) -> Vec<(String, NamespaceIdent)> {
+    ctx.consumers
+        .lock()
+        .await
+        .keys()
+        .map(|c| {
+            (
+                c.clone(),
+                NamespaceIdent::new(crate::consumer::namespace(c, ctx.names)),
+            )
+        })
+        .collect()
+}
+
+fn tally(ctx: &Ctx<'_>, consumer: &str, update: impl FnOnce(&mut Races)) {
+    let mut races = ctx
+        .races
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    update(races.entry(consumer.to_owned()).or_default());
+}
+
+/// Compact table `table` in every consumer's lake, one after the other.
+/// Fired when it acted in at least one lake (won OR lost: a lost race is
+/// what the scenario provokes); not fired when every lake was compact.
+pub async fn compact(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
+    let table = name_arg(action, "table")?;
+    let mut done = Vec::new();
+    let mut idle = Vec::new();
+    for (consumer, namespace) in lakes(ctx).await {
+        let ident = TableIdent::new(namespace, table.to_owned());
+        let outcome = ctx.lake.compact(&ident).await?;
+        let line = format!("{consumer}: {}", outcome.describe(table));
+        tally(ctx, &consumer, |r| match outcome {
+            Compacted::Won { .. } => r.compactions_won += 1,
+            Compacted::Lost { .. } => r.compactions_lost += 1,
+            Compacted::NothingToDo { .. } => r.compactions_idle += 1,
+        });
+        if matches!(outcome, Compacted::NothingToDo { .. }) {
+            idle.push(line);
+        } else {
+            done.push(line);
+        }
+    }
+    if done.is_empty() {
+        return Err(Error::NotFired(if idle.is_empty() {
+            "no consumer lake to compact".to_owned()
+        } else {
+            idle.join("; ")
+        }));
+    }
+    done.extend(idle);
+    Ok(done.join("; "))
+}
+
+/// In every table of every consumer's lake: expire the snapshots older than
+/// [`EXPIRE_OLDER_THAN`] (each table's current one always stays), then
+/// delete the files nothing references any more, older than
+/// [`ORPHAN_GRACE`]. Fired when it expired or deleted anything.
+pub async fn expire(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
+    let mut lines = Vec::new();
+    let mut acted = false;
+    for (consumer, namespace) in lakes(ctx).await {
+        let tables = ctx
+            .lake
+            .catalog()
+            .list_tables(&namespace)
+            .await
+            .map_err(Error::iceberg(format!("list the tables of {namespace:?}")))?;
+        let (mut expired, mut deleted, mut lost) = (0u64, 0u64, 0u64);
+        for ident in tables {
+            if let Some(n) = expire_table(ctx, &ident).await? {
+                expired += n;
+                tally(ctx, &consumer, |r| {
+                    r.expiries_won += 1;
+                    r.snapshots_expired += n;
+                });
+            } else {
+                lost += 1;
+                tally(ctx, &consumer, |r| r.expiries_lost += 1);
+            }
+            let orphans = ctx.lake.delete_orphan_files(&ident, ORPHAN_GRACE).await?;
+            let n = orphans.deleted.len() as u64;
+            deleted += n;
+            tally(ctx, &consumer, |r| r.orphan_files_deleted += n);
+        }
+        acted |= expired > 0 || deleted > 0;
+        lines.push(format!(
+            "{consumer}: {expired} snapshots expired, {deleted} unreferenced files deleted{}",
+            if lost > 0 {
+                format!(", {lost} tables lost every try to the consumer's commits")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if acted {
+        Ok(lines.join("; "))
+    } else {
+        Err(Error::NotFired(format!(
+            "nothing to expire or delete: {}",
+            lines.join("; ")
+        )))
+    }
+}
+
+/// Expire `ident`'s old snapshots: `Some(how many)`, or `None` when every
+/// try lost the race to another commit.
+async fn expire_table(ctx: &Ctx<'_>, ident: &TableIdent) -> Result<Option<u64>, Error> {
+    for _ in 0..EXPIRE_TRIES {
+        let base = ctx
+            .lake
+            .catalog()
+            .load_table(ident)
+            .await
+            .map_err(Error::iceberg(format!("load {ident}")))?;
+        let cutoff = SystemTime::now()
+            .checked_sub(EXPIRE_OLDER_THAN)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        match ctx
+            .lake
+            .expire_snapshots(&base, Retain::NewerThan(cutoff))
+            .await
+        {
+            Ok(expired) => return Ok(Some(expired.snapshot_ids.len() as u64)),
+            // A consumer committed after the read: read again.
+            Err(CommitError::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
+}
