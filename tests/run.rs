@@ -228,6 +228,29 @@ fn fill_broker(state: &Path) {
                     .map_err(|(e, _)| e.to_string())
             }
         };
+        let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+            rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", format!("127.0.0.1:{}", ports.broker))
+                .create()
+                .unwrap();
+        let created = admin
+            .create_topics(
+                &[rdkafka::admin::NewTopic::new(
+                    "lossproof-fill-probe",
+                    1,
+                    rdkafka::admin::TopicReplication::Fixed(1),
+                )],
+                &rdkafka::admin::AdminOptions::new(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            created.iter().all(|r| match r {
+                Ok(_) => true,
+                Err((_, code)) => *code == rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists,
+            }),
+            "{created:?}"
+        );
         send("before").await.expect("the probe topic is writable");
         let ended = lossproof_runtime::stack::set_broker_storage_writable(&ports, false)
             .await
