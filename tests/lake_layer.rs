@@ -244,31 +244,18 @@ struct Live {
 }
 
 async fn live_files(table: &Table) -> Vec<Live> {
-    let Some(snapshot) = table.metadata().current_snapshot() else {
-        return Vec::new();
-    };
-    let list = table
-        .manifest_list_reader(snapshot)
-        .load()
+    lake::live_files(table)
         .await
-        .expect("manifest list");
-    let mut out = Vec::new();
-    for manifest_file in list.entries() {
-        let manifest = manifest_file
-            .load_manifest(table.file_io())
-            .await
-            .expect("manifest");
-        for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
-            out.push(Live {
-                path: entry.file_path().to_owned(),
-                content: entry.data_file().content_type(),
-                sequence_number: entry.sequence_number().expect("sequence number"),
-                records: entry.data_file().record_count(),
-                size: entry.data_file().file_size_in_bytes(),
-            });
-        }
-    }
-    out
+        .expect("live files")
+        .into_iter()
+        .map(|f| Live {
+            path: f.path,
+            content: f.content,
+            sequence_number: f.sequence_number.expect("sequence number"),
+            records: f.records,
+            size: f.bytes,
+        })
+        .collect()
 }
 
 fn data_paths(live: &[Live]) -> BTreeSet<String> {

@@ -37,6 +37,9 @@ pub const CARRIED_PREFIX: &str = "lossproof.";
 pub struct LiveFile {
     pub path: String,
     pub content: DataContentType,
+    /// Its data sequence number (inherited from the snapshot that added it
+    /// unless the writer set one: a compaction's files keep their inputs').
+    pub sequence_number: Option<i64>,
     pub records: u64,
     pub bytes: u64,
 }
@@ -185,6 +188,7 @@ pub async fn live_files(table: &Table) -> iceberg::Result<Vec<LiveFile>> {
             out.push(LiveFile {
                 path: entry.file_path().to_owned(),
                 content: entry.data_file().content_type(),
+                sequence_number: entry.sequence_number(),
                 records: entry.data_file().record_count(),
                 bytes: entry.data_file().file_size_in_bytes(),
             });
