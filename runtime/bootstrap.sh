@@ -70,10 +70,12 @@ if has nisshi; then
   # nisshi 0.8.1's dependency rama declares rust-version 1.96; it builds and
   # runs correctly on 1.95 (measured), hence --ignore-rust-version.
   step "cargo install nisshi $NISSHI_VERSION (postgres storage; ~15-25 min cold on 2 cores)"
-  # opt-level 1 instead of release's 3: the build is the bootstrap's largest
-  # cost on 2 cores, and the broker's load here (a few hundred records a
-  # second, stored in PostgreSQL) is far from CPU-bound.
-  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_TARGET_DIR="$CACHE/build/nisshi-$NISSHI_VERSION" timeout 3000 \
+  # opt-level 0 instead of release's 3: the build is the bootstrap's largest
+  # cost on 2 cores (about 40 % of a cold CI's CPU at opt-level 1), and the
+  # broker's load here (a few hundred records a second, stored in
+  # PostgreSQL, which does the heavy lifting) is far from CPU-bound.
+  # Measured in docs/benchmarks.md ("CI from an empty cache").
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_TARGET_DIR="$CACHE/build/nisshi-$NISSHI_VERSION" timeout 3000 \
     cargo install nisshi --version "$NISSHI_VERSION" --locked --no-default-features --features postgres \
     --ignore-rust-version --root "$CACHE/tools/nisshi-$NISSHI_VERSION" --quiet
   # The build directory is only needed to build; keep the binary.
