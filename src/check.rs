@@ -1,14 +1,22 @@
-//! `lossproof check FILE…`
+//! `lossproof check FILE… [--strict] [--profile PROFILE.toml]`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use lossproof_lang::Code;
+use lossproof_stdlib::reach;
 
 use crate::CliResult;
 use crate::scenario;
 
-pub fn run(files: &[PathBuf], strict: bool) -> CliResult<bool> {
+pub fn run(files: &[PathBuf], strict: bool, profile: Option<&Path>) -> CliResult<bool> {
+    let profile = profile.map(lossproof_runtime::Profile::load).transpose()?;
     let mut failed = 0;
     for file in files {
-        let analysis = scenario::analyze(file)?;
+        let mut analysis = scenario::analyze(file)?;
+        if let (Some(profile), Some(plan)) = (&profile, &analysis.plan) {
+            let refused = cannot_strike(plan, &profile.name);
+            analysis.diagnostics.extend(refused);
+        }
         scenario::print_diagnostics(&analysis);
         let mut errors = analysis.diagnostics.iter().filter(|d| d.is_error()).count();
         if strict && let Some(plan) = &analysis.plan {
@@ -49,6 +57,30 @@ pub fn not_yet_lines(
                 |span| lossproof_lang::render::location(sources, span),
             );
             format!("{place}: {} cannot run yet: {}", u.what, u.why)
+        })
+        .collect()
+}
+
+/// A diagnostic at each fault the external profile `profile` gives
+/// lossproof no way to strike (`lossproof_stdlib::reach`).
+pub fn cannot_strike(
+    plan: &lossproof_lang::Plan,
+    profile: &str,
+) -> Vec<lossproof_lang::diagnostic::Diagnostic> {
+    reach::refusals(plan, reach::Stack::External)
+        .into_iter()
+        .map(|r| {
+            Code::CannotStrike
+                .at(
+                    r.span,
+                    format!("`{}` cannot run on profile {profile}", r.text),
+                )
+                .label(if r.target.is_empty() {
+                    "not on this stack".to_owned()
+                } else {
+                    format!("{} is not lossproof's to strike there", r.target)
+                })
+                .help(r.why)
         })
         .collect()
 }

@@ -35,6 +35,11 @@ enum Command {
         /// settings in stdlib's NOT_YET list), with their places.
         #[arg(long)]
         strict: bool,
+        /// An external stack profile (TOML, docs/profiles.md): load it (its
+        /// secrets too) and refuse, at their places, the faults it gives
+        /// lossproof no way to strike.
+        #[arg(long)]
+        profile: Option<PathBuf>,
     },
     /// Print the exact timeline a seed will run: every fault at its offset.
     Explain {
@@ -171,18 +176,30 @@ enum Command {
     /// Compact a run's lake tables (every live data and delete file of each
     /// into new data files, one replace commit under the base check): what
     /// `compact table T` does in a scenario. Exit 1 if a writer won the race.
+    /// With `--every-ms`, a compaction job that runs until it is signalled
+    /// (the `compactor` target of a scenario).
     Compact {
         /// The run (its namespaces carry this id).
         #[arg(long)]
         run: String,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
-        /// The table to compact (repeat for several).
-        #[arg(long = "table", required = true)]
+        /// The table to compact (repeat for several); every table of each
+        /// lake when none is given.
+        #[arg(long = "table")]
         tables: Vec<String>,
         /// Consumers whose lakes to compact.
         #[arg(long = "consumer", default_values_t = ["careless".to_owned(), "correct".to_owned()])]
         consumers: Vec<String>,
+        /// Compact again this many milliseconds after each round ends, until
+        /// SIGTERM/SIGKILL (the exit status is then the signal's).
+        #[arg(long)]
+        every_ms: Option<u64>,
+        /// Append one JSON line per compaction to this file: `start` before
+        /// it, then `won`, `lost`, `idle` or `failed` (a line without its end
+        /// is a compaction the process did not live to finish).
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Run the language server over stdio (for editors).
     Lsp {
@@ -332,7 +349,11 @@ fn main() -> ExitCode {
     without_error_backtraces();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { files, strict } => check::run(&files, strict),
+        Command::Check {
+            files,
+            strict,
+            profile,
+        } => check::run(&files, strict, profile.as_deref()),
         Command::Explain { file, seed, json } => explain::run(&file, seed, json),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Lsp { stdio: _ } => lsp::run().map_err(Into::into),
@@ -444,7 +465,16 @@ fn main() -> ExitCode {
             state,
             tables,
             consumers,
-        } => compact_cli::compact(&state, &run, &tables, &consumers),
+            every_ms,
+            record,
+        } => compact_cli::compact(&compact_cli::Job {
+            state: &state,
+            run: &run,
+            tables: &tables,
+            consumers: &consumers,
+            every: every_ms.map(std::time::Duration::from_millis),
+            record: record.as_deref(),
+        }),
         Command::Vocab => {
             let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
             println!(

@@ -586,10 +586,18 @@ fn races_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
     }
     any.then(|| {
         format!(
-            "commit races in its lake: compactions won {}, lost {}, idle {}; expiries won {}, lost {} ({} snapshots, {} orphan files deleted); its own commits refused {}",
+            "commit races in its lake: compactions won {}, lost {}, idle {}{}; expiries won {}, lost {} ({} snapshots, {} orphan files deleted); its own commits refused {}",
             sum.compactions_won,
             sum.compactions_lost,
             sum.compactions_idle,
+            if sum.compactions_failed + sum.compactions_interrupted > 0 {
+                format!(
+                    ", failed {}, killed mid-way {}",
+                    sum.compactions_failed, sum.compactions_interrupted
+                )
+            } else {
+                String::new()
+            },
             sum.expiries_won,
             sum.expiries_lost,
             sum.snapshots_expired,

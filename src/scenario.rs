@@ -37,7 +37,7 @@ pub fn analyze(path: &Path) -> CliResult<Analysis> {
 
 /// Plan every assertion's SQL (without running it) against empty tables
 /// shaped like the reconciler's (`diff`, `summary`, `source_rows`,
-/// `lake_rows`, `faults`, `dead_letters`): a name DataFusion cannot resolve is an error at
+/// `lake_rows`, `faults`, `races`, `dead_letters`): a name DataFusion cannot resolve is an error at
 /// the assertion's SQL, found before any stack starts.
 pub fn plan_assertions(analysis: &mut Analysis) {
     let Some(plan) = &analysis.plan else { return };
@@ -45,7 +45,6 @@ pub fn plan_assertions(analysis: &mut Analysis) {
         return;
     }
     let empty = lossproof_runtime::reconcile::Reconciliation::default();
-    let faults = lossproof_stdlib::run::faults_batch(&[]);
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
         return;
     };
@@ -54,7 +53,12 @@ pub fn plan_assertions(analysis: &mut Analysis) {
     else {
         return;
     };
-    let Ok(ctx) = empty.session(&[("faults", faults), ("dead_letters", dead_letters)]) else {
+    let tables = lossproof_stdlib::run::assertion_tables(
+        &[],
+        &std::collections::BTreeMap::new(),
+        dead_letters,
+    );
+    let Ok(ctx) = empty.session(&tables) else {
         return;
     };
     let mut found = Vec::new();
@@ -70,12 +74,7 @@ pub fn plan_assertions(analysis: &mut Analysis) {
                 lossproof_lang::Code::SqlDoesNotPlan
                     .at(assertion.sql_span, format!("SQL does not plan: {message}"))
                     .label("in this query")
-                    .help(
-                        "the tables are diff(table, key, consumer, kind, source, lake), \
-                         summary(consumer, table, rows_compared, source_rows, lake_rows, wrong_rows, missing, extra, stale, wrong, resurrected, duplicate), \
-                         source_rows(table, key, row), lake_rows(consumer, table, key, row), \
-                         faults(phase, planned_ms, action, fault, text, fired, fired_ms, ends_ms, during_load, outcome)",
-                    ),
+                    .help(format!("the tables are {}", table_list(&runtime, &ctx))),
             );
         }
     }
@@ -83,6 +82,37 @@ pub fn plan_assertions(analysis: &mut Analysis) {
         analysis.diagnostics.extend(found);
         analysis.plan = None;
     }
+}
+
+/// `diff(table, key, …), faults(…), …`: every table assertions see, with
+/// its columns, read from the session itself (so the help never falls
+/// behind a new table), in alphabetical order.
+fn table_list(
+    runtime: &tokio::runtime::Runtime,
+    ctx: &datafusion::execution::context::SessionContext,
+) -> String {
+    let Some(schema) = ctx
+        .catalog("datafusion")
+        .and_then(|catalog| catalog.schema("public"))
+    else {
+        return String::new();
+    };
+    let mut names = schema.table_names();
+    names.sort();
+    names
+        .iter()
+        .filter_map(|name| {
+            let table = runtime.block_on(schema.table(name)).ok()??;
+            let columns: Vec<String> = table
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            Some(format!("{name}({})", columns.join(", ")))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Print an analysis' diagnostics to stderr, in colour on a terminal.

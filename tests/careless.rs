@@ -69,8 +69,12 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
         "with no faults the careless lake matches the source: {:?}\n{log}",
         scored.diff
     );
+    // 4 s at 200 operations/s: about a hundred orders on a quiet machine,
+    // fewer when the cores are shared (the workload keeps its rate only as
+    // far as the database keeps up). The floor says the lake is not
+    // trivially equal to an empty source.
     assert!(
-        counts(&scored, "orders").compared > 100,
+        counts(&scored, "orders").compared > 40,
         "{:?}",
         scored.summary
     );
@@ -151,8 +155,12 @@ async fn killed_and_restarted_under_load(state: &Path, ports: Ports) {
         "careless consumer, 4 SIGKILLs under load: {}",
         show(&scored)
     );
+    // 4 s at 200 operations/s: about a hundred orders on a quiet machine,
+    // fewer when the cores are shared (the workload keeps its rate only as
+    // far as the database keeps up). The floor says the lake is not
+    // trivially equal to an empty source.
     assert!(
-        counts(&scored, "orders").compared > 100,
+        counts(&scored, "orders").compared > 40,
         "{:?}",
         scored.summary
     );

@@ -124,18 +124,23 @@ fn check_plans_assertions_against_the_reconcilers_tables() {
 /// only uses what exists passes it.
 #[test]
 fn check_strict_reports_what_cannot_run_yet() {
-    let input = "tests/inputs/run/compactor.lp";
+    let input = "tests/inputs/run/too-many-partitions.lp";
     let strict = lossproof(&["check", "--strict", input]);
     assert_eq!(strict.status.code(), Some(1));
     let out = stdout(&strict);
     assert!(
-        out.contains(&format!("{input}:7:"))
-            && out.contains("cannot run yet: compaction runs inside the executor"),
+        out.contains(&format!(
+            "{input}: `set partitions 32` cannot run yet: tested up to 16"
+        )),
         "{out}"
     );
     let plain = lossproof(&["check", input]);
     assert!(plain.status.success(), "without --strict it is valid");
-    for shipped in ["scenarios/compaction-race.lp", "scenarios/ordinary-week.lp"] {
+    for shipped in [
+        "scenarios/compaction-race.lp",
+        "scenarios/ordinary-week.lp",
+        "scenarios/compactor-crash.lp",
+    ] {
         let runnable = lossproof(&["check", "--strict", shipped]);
         assert!(
             runnable.status.success(),
@@ -145,4 +150,59 @@ fn check_strict_reports_what_cannot_run_yet() {
     }
     let fine = lossproof(&["check", "--strict", "scenarios/crash.lp"]);
     assert!(fine.status.success(), "{}", stdout(&fine));
+}
+
+/// `check --profile` loads an external profile (its secret from the
+/// environment, never echoed) and refuses, at its place, each fault that
+/// profile gives lossproof no way to strike: a kill of the team's broker.
+/// Faults through interfaces (`restart connector`: Connect's REST API) and
+/// on lossproof's own processes (`kill consumer`) pass.
+#[test]
+fn check_with_a_profile_refuses_what_it_cannot_strike() {
+    let run = |secret: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_lossproof"));
+        command
+            .args([
+                "check",
+                "--profile",
+                "tests/inputs/profile/staging.toml",
+                "tests/inputs/profile/kill-broker.lp",
+                "scenarios/crash.lp",
+            ])
+            .current_dir(crate::support::root())
+            .env("NO_COLOR", "1")
+            .env_remove("LOSSPROOF_TEST_PG_PASSWORD");
+        if let Some(secret) = secret {
+            command.env("LOSSPROOF_TEST_PG_PASSWORD", secret);
+        }
+        command.output().expect("run lossproof")
+    };
+    let out = run(Some("hunter2-in-the-env"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("lp::check::cannot-strike")
+            && text.contains("`kill broker` cannot run on profile staging")
+            && text.contains("tests/inputs/profile/kill-broker.lp:7:3"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("lp::check::cannot-strike").count(),
+        1,
+        "only the broker kill is refused: {text}"
+    );
+    assert!(text.contains("ok  scenarios/crash.lp"), "{text}");
+    assert!(!text.contains("hunter2"), "the secret never shows: {text}");
+
+    let missing = run(None);
+    let text = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("staging.toml") && text.contains("LOSSPROOF_TEST_PG_PASSWORD is not set"),
+        "{text}"
+    );
 }

@@ -73,6 +73,7 @@ codes! {
     SqlNotReadOnly => "lp::check::sql-not-read-only", "an assertion's SQL is not a single read-only query";
     SqlDoesNotPlan => "lp::check::sql-does-not-plan", "an assertion's SQL names a table, column or function the reconciler's tables do not have";
     NoPhases => "lp::check::no-phases", "a scenario with nothing to run";
+    CannotStrike => "lp::check::cannot-strike", "a fault the stack profile gives lossproof no way to strike";
 }
 
 impl Code {

@@ -170,6 +170,24 @@ impl Lake {
         Ok(ident)
     }
 
+    /// The names of `namespace`'s tables, sorted; none when the namespace
+    /// does not exist (yet).
+    pub async fn table_names(&self, namespace: &str) -> iceberg::Result<Vec<String>> {
+        let ident = NamespaceIdent::new(namespace.to_owned());
+        if !self.catalog.namespace_exists(&ident).await? {
+            return Ok(Vec::new());
+        }
+        let mut names: Vec<String> = self
+            .catalog
+            .list_tables(&ident)
+            .await?
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// Drop every table of `namespace`, the namespace, and its files.
     pub async fn drop_namespace(&self, namespace: &str) -> iceberg::Result<()> {
         let ident = NamespaceIdent::new(namespace.to_owned());

@@ -8,6 +8,8 @@
 //!   broker, the source and the registry (network faults).
 //! - [`Lake`]: the local Iceberg lake (sqlite SQL catalog + filesystem
 //!   warehouse) that iceberg-rust and pyiceberg share.
+//! - [`Profile`]: an external stack (a team's own components), loaded from
+//!   a TOML file with its secrets kept out of every output.
 //!
 //! Depends on `lang/` only (later: the executor and the reconciler).
 
@@ -22,6 +24,7 @@ pub mod netproxy;
 pub mod ports;
 pub mod postgres;
 pub mod process;
+pub mod profile;
 pub mod reconcile;
 pub mod stack;
 pub mod state_dir;
@@ -35,6 +38,7 @@ pub use lake::Lake;
 pub use netproxy::NetProxy;
 pub use ports::Ports;
 pub use process::ProcessRecord;
+pub use profile::Profile;
 pub use stack::Stack;
 pub use state_dir::StateDir;
 pub use tools::Tools;

@@ -25,6 +25,12 @@ pub const SETTINGS: &[SettingSig] = &[
         summary: "REPLICA IDENTITY of the source tables: `default` sends only the key in `before` and TOAST placeholders for unchanged large values; `full` sends whole rows.",
     },
     SettingSig {
+        name: "compaction_every",
+        kind: SettingKind::Duration,
+        default: "5s",
+        summary: "How long the compactor process waits between its rounds (each compacts every table of each consumer's lake). It runs only in a scenario that names the `compactor` target.",
+    },
+    SettingSig {
         name: "partitions",
         kind: SettingKind::Count { min: 1, max: 64 },
         default: "1",

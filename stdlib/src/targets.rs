@@ -50,6 +50,6 @@ pub const TARGETS: &[TargetSig] = &[
         process: true,
         takes_consumer: false,
         link: false,
-        summary: "The lake compaction job.",
+        summary: "The lake's compaction job: a process compacting every table of each consumer's lake every `compaction_every`, run in a scenario that names it.",
     },
 ];

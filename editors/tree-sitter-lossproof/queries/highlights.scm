@@ -118,7 +118,8 @@
 ; settings
 ((identifier) @property
   (#any-of? @property
-    "consumer_batch" "autocommit_interval" "replica_identity" "partitions"))
+    "consumer_batch" "autocommit_interval" "replica_identity" "compaction_every"
+    "partitions"))
 
 ; shorthands
 ((identifier) @keyword.operator

@@ -33,7 +33,8 @@ syntax keyword lpTarget consumer connect connector broker postgres registry comp
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
 syntax keyword lpWorkloadParam rate connections customers mix insert update delete cascade
-syntax keyword lpSetting consumer_batch autocommit_interval replica_identity partitions
+syntax keyword lpSetting consumer_batch autocommit_interval replica_identity compaction_every
+syntax keyword lpSetting partitions
 syntax keyword lpShorthand clean damaged most wrong rows fault fired
 syntax keyword lpFaultWord table widen add column rename to from start slot network jitter for
 syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots

@@ -4,6 +4,7 @@
 //! (`lossproof_runtime::lake`'s compaction and expiry). Who won and lost is
 //! tallied per consumer lake in the seed's record ([`Races`]).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use iceberg::{Catalog as _, NamespaceIdent, TableIdent};
@@ -44,6 +45,13 @@ pub struct Races {
     pub expiries_lost: u64,
     pub snapshots_expired: u64,
     pub orphan_files_deleted: u64,
+    /// The compactor process's compactions that raised an error (it logs
+    /// them and goes on), and those it did not live to finish (killed
+    /// between its `start` and its outcome: see [`CompactionEvent`]).
+    #[serde(default)]
+    pub compactions_failed: u64,
+    #[serde(default)]
+    pub compactions_interrupted: u64,
     /// Commits of the consumer itself refused by the base check, counted
     /// from its log once it stopped: the careless consumer drops the batch
     /// part, the correct one reloads and re-applies.
@@ -55,12 +63,64 @@ impl std::ops::AddAssign<&Races> for Races {
         self.compactions_won += other.compactions_won;
         self.compactions_lost += other.compactions_lost;
         self.compactions_idle += other.compactions_idle;
+        self.compactions_failed += other.compactions_failed;
+        self.compactions_interrupted += other.compactions_interrupted;
         self.expiries_won += other.expiries_won;
         self.expiries_lost += other.expiries_lost;
         self.snapshots_expired += other.snapshots_expired;
         self.orphan_files_deleted += other.orphan_files_deleted;
         self.consumer_conflicts += other.consumer_conflicts;
     }
+}
+
+/// One line of the compactor process's record (`lossproof compact
+/// --every-ms … --record FILE`): a `start` before each compaction, then its
+/// outcome. A `start` without an outcome is a compaction the process did
+/// not live to finish.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionEvent {
+    pub consumer: String,
+    pub table: String,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Event {
+    Start,
+    Won,
+    Lost,
+    Idle,
+    Failed,
+}
+
+/// The compactor process's compactions, per consumer lake, from its
+/// record. A line cut short by a kill is not an event (it counts as an
+/// interrupted compaction through its missing outcome).
+#[must_use]
+pub fn tally_record(text: &str) -> BTreeMap<String, Races> {
+    let mut races: BTreeMap<String, Races> = BTreeMap::new();
+    let mut started: BTreeMap<String, u64> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<CompactionEvent>(line) else {
+            continue;
+        };
+        let r = races.entry(event.consumer.clone()).or_default();
+        match event.event {
+            Event::Start => *started.entry(event.consumer).or_default() += 1,
+            Event::Won => r.compactions_won += 1,
+            Event::Lost => r.compactions_lost += 1,
+            Event::Idle => r.compactions_idle += 1,
+            Event::Failed => r.compactions_failed += 1,
+        }
+    }
+    for (consumer, n) in started {
+        let r = races.entry(consumer).or_default();
+        let ended =
+            r.compactions_won + r.compactions_lost + r.compactions_idle + r.compactions_failed;
+        r.compactions_interrupted = n.saturating_sub(ended);
+    }
+    races
 }
 
 /// The namespaces of the consumers under test, by consumer name.
@@ -195,4 +255,51 @@ async fn expire_table(ctx: &Ctx<'_>, ident: &TableIdent) -> Result<Option<u64>, 
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Outcomes are counted per lake; a `start` the process did not live
+    /// to end is an interrupted compaction; a line cut short by a kill is
+    /// skipped, never an error.
+    #[test]
+    fn the_compactor_record_tallies_per_lake() {
+        let line = |consumer: &str, event: &str| {
+            format!(r#"{{"consumer":"{consumer}","table":"orders","event":"{event}"}}"#)
+        };
+        let text = [
+            line("careless", "start"),
+            line("careless", "won"),
+            line("careless", "start"),
+            line("careless", "lost"),
+            line("correct", "start"),
+            line("correct", "idle"),
+            line("correct", "start"),
+            line("correct", "failed"),
+            line("careless", "start"),
+            r#"{"consumer":"careless","tab"#.to_owned(),
+        ]
+        .join("\n");
+        let races = tally_record(&text);
+        let careless = &races["careless"];
+        assert_eq!(
+            (
+                careless.compactions_won,
+                careless.compactions_lost,
+                careless.compactions_interrupted
+            ),
+            (1, 1, 1)
+        );
+        let correct = &races["correct"];
+        assert_eq!(
+            (
+                correct.compactions_idle,
+                correct.compactions_failed,
+                correct.compactions_interrupted
+            ),
+            (1, 1, 0)
+        );
+    }
 }

@@ -49,6 +49,9 @@ pub struct Ctx<'a> {
     pub seed_alive: std::sync::Weak<()>,
     /// The consumers under test, by name.
     pub consumers: &'a tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+    /// The seed's compaction job, when the scenario names the `compactor`
+    /// target (`run/setup.rs`).
+    pub compactor: &'a tokio::sync::Mutex<Option<Supervised>>,
     /// How long the occurrence being fired acts ([`Lasts`]), from now:
     /// `None` for a fault that acts at once.
     pub acts_for: Option<std::time::Duration>,

@@ -1,7 +1,7 @@
 //! kill / stop / pause / resume / restart of a process: a consumer under
-//! test (the run's supervisor) or a stack component (`connect`, `broker`,
-//! `postgres`, `registry`); pause / resume / restart of `connector` go
-//! through the Connect REST API.
+//! test or the seed's compactor (both the run's supervised children) or a
+//! stack component (`connect`, `broker`, `postgres`, `registry`); pause /
+//! resume / restart of `connector` go through the Connect REST API.
 
 use std::time::Duration;
 
@@ -17,6 +17,8 @@ const GRACE: Duration = Duration::from_secs(20);
 enum Which {
     /// Consumers by name (all under test when the scenario names none).
     Consumers(Vec<String>),
+    /// The seed's compaction job (`lossproof compact --every-ms`).
+    Compactor,
     Component(Component),
     Connector,
 }
@@ -37,7 +39,7 @@ pub(super) fn component_named(name: &str) -> Option<Component> {
 /// Whether the process faults can strike target `name`.
 #[cfg(test)]
 pub(crate) fn can_target(name: &str) -> bool {
-    matches!(name, "consumer" | "connector") || component_named(name).is_some()
+    matches!(name, "consumer" | "connector" | "compactor") || component_named(name).is_some()
 }
 
 async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which> {
@@ -51,6 +53,7 @@ async fn which(ctx: &Ctx<'_>, action: &PlannedAction) -> Result<Which> {
             None => ctx.consumers.lock().await.keys().cloned().collect(),
         }),
         "connector" => Which::Connector,
+        "compactor" => Which::Compactor,
         other => match component_named(other) {
             Some(c) => Which::Component(c),
             None => {
@@ -91,6 +94,25 @@ async fn on_consumers(
     }
 }
 
+/// Apply `each` to the seed's compactor; fired if it did something.
+async fn on_compactor(
+    ctx: &Ctx<'_>,
+    verb: &str,
+    each: impl FnOnce(&mut lossproof_runtime::supervisor::Supervised) -> Result<bool>,
+) -> Fired {
+    let mut compactor = ctx.compactor.lock().await;
+    let compactor = compactor
+        .as_mut()
+        .ok_or_else(|| Error::NotFired("the seed runs no compactor".into()))?;
+    if each(compactor)? {
+        Ok(format!("{verb} the compactor"))
+    } else {
+        Err(Error::NotFired(format!(
+            "the compactor was not in a state to {verb}"
+        )))
+    }
+}
+
 fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRecord> {
     ctx.stack
         .process(c)?
@@ -112,6 +134,14 @@ pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
                 let killed = c.kill();
                 c.start()
                     .map_err(Error::io(format!("restart consumer {}", c.name)))?;
+                Ok(killed)
+            })
+            .await
+        }
+        Which::Compactor => {
+            on_compactor(ctx, "killed", |c| {
+                let killed = c.kill();
+                c.start().map_err(Error::io("restart the compactor"))?;
                 Ok(killed)
             })
             .await
@@ -138,6 +168,7 @@ pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         Which::Consumers(names) => {
             on_consumers(ctx, &names, "stopped", |c| Ok(c.terminate(GRACE))).await
         }
+        Which::Compactor => on_compactor(ctx, "stopped", |c| Ok(c.terminate(GRACE))).await,
         Which::Component(c) => {
             let process = component(ctx, c)?;
             tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
@@ -154,6 +185,7 @@ pub async fn stop(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
 pub async fn pause(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     match which(ctx, action).await? {
         Which::Consumers(names) => on_consumers(ctx, &names, "paused", |c| Ok(c.pause())).await,
+        Which::Compactor => on_compactor(ctx, "paused", |c| Ok(c.pause())).await,
         Which::Component(c) => {
             let process = component(ctx, c)?;
             if process.signal(Signal::SIGSTOP) {
@@ -173,6 +205,7 @@ pub async fn pause(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
 pub async fn resume(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     match which(ctx, action).await? {
         Which::Consumers(names) => on_consumers(ctx, &names, "resumed", |c| Ok(c.resume())).await,
+        Which::Compactor => on_compactor(ctx, "resumed", |c| Ok(c.resume())).await,
         Which::Component(c) => {
             let process = ctx
                 .stack
@@ -202,6 +235,14 @@ pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
                 c.terminate(GRACE);
                 c.start()
                     .map_err(Error::io(format!("start consumer {}", c.name)))?;
+                Ok(true)
+            })
+            .await
+        }
+        Which::Compactor => {
+            on_compactor(ctx, "restarted", |c| {
+                c.terminate(GRACE);
+                c.start().map_err(Error::io("start the compactor"))?;
                 Ok(true)
             })
             .await

@@ -47,7 +47,7 @@ mod score;
 mod setup;
 
 pub use interrupt::{Interrupt, interrupt_on_signals, never_interrupted};
-pub use score::{faults_batch, nothing_to_judge};
+pub use score::{assertion_tables, nothing_to_judge};
 
 /// Diff rows kept per consumer in a seed's record (`SeedRecord::samples`).
 pub const SAMPLES_PER_CONSUMER: usize = 8;
@@ -458,6 +458,7 @@ async fn seed_body(
         connector_config: &prepared.config,
         workload: prepared.workload,
         consumers: &prepared.consumers,
+        compactor: &prepared.compactor,
         acts_for: None,
         lake: &lake,
         races: &races,
@@ -466,6 +467,11 @@ async fn seed_body(
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(&mut ctx, plan, &positions, &lake, record, progress).await?;
+    // The compactor works through the phases only: the drain and the score
+    // see the consumers alone.
+    if let Some(compactor) = prepared.compactor.lock().await.as_mut() {
+        compactor.terminate(Duration::from_secs(10));
+    }
 
     // 3. The final drain, then the consumers stop.
     progress("draining");
@@ -477,6 +483,11 @@ async fn seed_body(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
+    if let Ok(text) = std::fs::read_to_string(prepared.logs.join(setup::COMPACTOR_RECORD)) {
+        for (consumer, compactor) in crate::fault::maintenance::tally_record(&text) {
+            *record.races.entry(consumer).or_default() += &compactor;
+        }
+    }
     for consumer in &options.consumers {
         let conflicts = drain::conflicts_logged(&prepared.logs.join(format!("{consumer}.log")));
         if conflicts > 0 || record.races.contains_key(consumer) {

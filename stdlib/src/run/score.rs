@@ -1,9 +1,11 @@
 //! Step 4 of a seed: the reconciler scores each consumer's lake, the
 //! assertions run over its tables (`diff`, `summary`, `source_rows`,
-//! `lake_rows`, `faults`, `dead_letters`), and the verdict is set. An
+//! `lake_rows`) and the run's (`faults`, `races`, `dead_letters`), and the
+//! verdict is set. An
 //! assertion about a consumer not under test is not evaluated; a seed that
 //! evaluated none is INVALID, never PASS.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
@@ -14,6 +16,7 @@ use lossproof_runtime::{Lake, Stack};
 
 use super::{AssertionRecord, FaultRecord, Options, SeedRecord, Verdict};
 use crate::error::{Error, Result};
+use crate::fault::maintenance::Races;
 
 /// Reconcile, evaluate the assertions, set the verdict.
 pub(super) async fn score(
@@ -45,10 +48,11 @@ pub(super) async fn score(
         .collect();
     let dead_letters =
         crate::consumer::correct::state::dead_letters_batch(Some(lake), &namespaces).await?;
-    let ctx = scored.session(&[
-        ("faults", faults_batch(&record.faults)),
-        ("dead_letters", dead_letters),
-    ])?;
+    let ctx = scored.session(&assertion_tables(
+        &record.faults,
+        &record.races,
+        dead_letters,
+    ))?;
     for (index, assertion) in plan.assertions.iter().enumerate() {
         let location = options
             .locations
@@ -182,6 +186,58 @@ pub(super) fn unjudged_reason(plan: &Plan, consumers: &[String]) -> String {
         about.iter().copied().collect::<Vec<_>>().join(" or "),
         about.iter().copied().collect::<Vec<_>>().join(", ")
     )
+}
+
+/// The tables assertions see besides the reconciler's: `faults`, `races`
+/// and `dead_letters` (`check` plans assertions against the same list,
+/// empty).
+#[must_use]
+pub fn assertion_tables(
+    faults: &[FaultRecord],
+    races: &BTreeMap<String, Races>,
+    dead_letters: RecordBatch,
+) -> Vec<(&'static str, RecordBatch)> {
+    vec![
+        ("faults", faults_batch(faults)),
+        ("races", races_batch(races)),
+        ("dead_letters", dead_letters),
+    ]
+}
+
+/// The `races` table: one row per consumer lake with the maintenance
+/// commits made in it during the seed and how they fared (the record's
+/// `races`; [`Races`]'s fields are its columns).
+///
+/// # Panics
+/// Never: every column has one value per lake.
+#[must_use]
+pub fn races_batch(races: &BTreeMap<String, Races>) -> RecordBatch {
+    use arrow_schema::{DataType, Field, Schema};
+    type Count = (&'static str, fn(&Races) -> u64);
+    let counts: [Count; 10] = [
+        ("compactions_won", |r| r.compactions_won),
+        ("compactions_lost", |r| r.compactions_lost),
+        ("compactions_idle", |r| r.compactions_idle),
+        ("compactions_failed", |r| r.compactions_failed),
+        ("compactions_interrupted", |r| r.compactions_interrupted),
+        ("expiries_won", |r| r.expiries_won),
+        ("expiries_lost", |r| r.expiries_lost),
+        ("snapshots_expired", |r| r.snapshots_expired),
+        ("orphan_files_deleted", |r| r.orphan_files_deleted),
+        ("consumer_conflicts", |r| r.consumer_conflicts),
+    ];
+    let mut fields = vec![Field::new("consumer", DataType::Utf8, false)];
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(
+        races
+            .keys()
+            .map(|c| Some(c.as_str()))
+            .collect::<StringArray>(),
+    )];
+    for (name, count) in counts {
+        fields.push(Field::new(name, DataType::UInt64, false));
+        arrays.push(Arc::new(races.values().map(count).collect::<UInt64Array>()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("races columns agree")
 }
 
 /// The `faults` table.

@@ -28,7 +28,13 @@ pub(super) struct Prepared {
     /// `<state>/runs/<run>`: the consumers' logs.
     pub logs: PathBuf,
     pub consumers: tokio::sync::Mutex<BTreeMap<String, Supervised>>,
+    /// The compaction job, when the scenario targets the `compactor`.
+    pub compactor: tokio::sync::Mutex<Option<Supervised>>,
 }
+
+/// The compactor's record in a seed's log folder (JSON lines,
+/// `fault::maintenance::CompactionEvent`).
+pub(super) const COMPACTOR_RECORD: &str = "compactor.jsonl";
 
 #[allow(clippy::too_many_arguments)] // the seed's identity and its connections
 pub(super) async fn setup(
@@ -85,13 +91,68 @@ pub(super) async fn setup(
         consumers.insert(kind.clone(), consumer);
     }
     let consumers = tokio::sync::Mutex::new(consumers);
+    let compactor = if targets_compactor(plan) {
+        let mut compactor = Supervised::new(
+            "compactor",
+            options.program.clone(),
+            compactor_args(run, options, plan, &logs),
+            logs.join("compactor.log"),
+        );
+        compactor
+            .start()
+            .map_err(Error::io("start the compactor"))?;
+        Some(compactor)
+    } else {
+        None
+    };
     Ok(Prepared {
         ports,
         workload: orders,
         config,
         logs,
         consumers,
+        compactor: tokio::sync::Mutex::new(compactor),
     })
+}
+
+/// Whether an action of the scenario strikes the compactor: only then does
+/// a seed run one.
+fn targets_compactor(plan: &Plan) -> bool {
+    plan.actions.iter().any(|a| {
+        a.target
+            .as_ref()
+            .is_some_and(|t| t.component == "compactor")
+    })
+}
+
+/// `compact --run RUN --state STATE --consumer C… --every-ms N --record F`:
+/// every table of each consumer's lake, every `compaction_every`.
+fn compactor_args(
+    run: &str,
+    options: &Options,
+    plan: &Plan,
+    logs: &std::path::Path,
+) -> Vec<OsString> {
+    let every_ms = match plan.settings.get("compaction_every") {
+        Some(SettingValue::DurationMs(ms)) => *ms,
+        _ => 5_000,
+    };
+    let mut args: Vec<OsString> = vec![
+        "compact".into(),
+        "--run".into(),
+        run.into(),
+        "--state".into(),
+        options.state.clone().into(),
+        "--every-ms".into(),
+        every_ms.to_string().into(),
+        "--record".into(),
+        logs.join(COMPACTOR_RECORD).into(),
+    ];
+    for consumer in &options.consumers {
+        args.push("--consumer".into());
+        args.push(consumer.into());
+    }
+    args
 }
 
 /// `consumer KIND --run RUN --state STATE` plus the scenario's settings.

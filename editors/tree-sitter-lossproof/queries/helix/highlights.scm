@@ -120,7 +120,8 @@
 ; settings
 ((identifier) @variable.other.member
   (#any-of? @variable.other.member
-    "consumer_batch" "autocommit_interval" "replica_identity" "partitions"))
+    "consumer_batch" "autocommit_interval" "replica_identity" "compaction_every"
+    "partitions"))
 
 ; shorthands
 ((identifier) @keyword.operator

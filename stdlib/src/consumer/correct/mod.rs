@@ -674,7 +674,14 @@ async fn try_batch(
         }
         let table = &state.tables[t];
         let changed: HashSet<&str> = winners.keys().copied().collect();
-        let mut upserts: Vec<(&std::sync::Arc<str>, &Row)> = Vec::new();
+        let metadata = table.table.metadata();
+        let history: Vec<&iceberg::spec::Schema> =
+            metadata.schemas_iter().map(AsRef::as_ref).collect();
+        // Per writer schema (shared by its changes), how its column names
+        // read in the table now.
+        let mut renamings: HashMap<*const (String, String), Option<HashMap<String, String>>> =
+            HashMap::new();
+        let mut upserts: Vec<(&std::sync::Arc<str>, std::borrow::Cow<'_, Row>)> = Vec::new();
         for k in winners.values() {
             state_rows.push(StateEntry {
                 table: t,
@@ -685,12 +692,17 @@ async fn try_batch(
             if k.change.op != ChangeOp::Delete
                 && let Some(after) = &k.change.after
             {
-                upserts.push((&k.key, after));
+                let names = renamings
+                    .entry(k.change.columns.as_ptr())
+                    .or_insert_with(|| {
+                        renaming(metadata.current_schema(), &history, &k.change.columns)
+                    });
+                upserts.push((&k.key, renamed(after, names.as_ref())));
             }
         }
         upserts.sort_by_key(|(k, _)| *k);
         let schema = table.table.metadata().current_schema().clone();
-        let rows: Vec<&Row> = upserts.iter().map(|(_, r)| *r).collect();
+        let rows: Vec<&Row> = upserts.iter().map(|(_, r)| r.as_ref()).collect();
         let upsert_batch = to_arrow(&schema, &rows)?;
         let upsert_keys = upserts.iter().map(|(k, _)| (*k).clone()).collect();
         let (removed, batch, keys) = table.rewrite(&changed, upsert_batch, upsert_keys)?;
@@ -958,6 +970,60 @@ fn schema_changes(
     Ok(changes)
 }
 
+/// How the columns of a writer schema are named in the table now, for a
+/// change written before a rename the table has since made (a batch that
+/// spans the rename holds changes of both writer schemas, and only the
+/// newest one's drove the evolution): `None` when every column keeps its
+/// name. The table's schema history says which field each column was (the
+/// newest schema that has every one of the writer's columns), and the
+/// field's id its name now; a column whose field was dropped since maps to
+/// nothing, so its value is not written.
+fn renaming(
+    current: &iceberg::spec::Schema,
+    history: &[&iceberg::spec::Schema],
+    columns: &[(String, String)],
+) -> Option<HashMap<String, String>> {
+    if columns
+        .iter()
+        .all(|(name, _)| current.field_by_name(name).is_some())
+    {
+        return None;
+    }
+    let writer = history
+        .iter()
+        .filter(|s| {
+            columns
+                .iter()
+                .all(|(name, _)| s.field_by_name(name).is_some())
+        })
+        .max_by_key(|s| s.schema_id())?;
+    Some(
+        columns
+            .iter()
+            .filter_map(|(name, _)| {
+                let id = writer.field_by_name(name)?.id;
+                Some((name.clone(), current.field_by_id(id)?.name.clone()))
+            })
+            .collect(),
+    )
+}
+
+/// `row` with its columns named as `renaming` says (borrowed when there is
+/// nothing to rename).
+fn renamed<'a>(
+    row: &'a Row,
+    renaming: Option<&HashMap<String, String>>,
+) -> std::borrow::Cow<'a, Row> {
+    match renaming {
+        None => std::borrow::Cow::Borrowed(row),
+        Some(names) => std::borrow::Cow::Owned(
+            row.iter()
+                .filter_map(|(name, cell)| Some((names.get(name)?.clone(), cell.clone())))
+                .collect(),
+        ),
+    }
+}
+
 /// The lake columns the writer schema renamed, as (old name, new name).
 ///
 /// A rename reaches us as a column that disappeared and one that appeared,
@@ -1111,6 +1177,61 @@ mod tests {
             assert_eq!(debezium_type_name(&iceberg_type(name).unwrap()), name);
         }
         assert_eq!(iceberg_type("bytes"), None);
+    }
+
+    /// A change written before a rename, applied after the table made it
+    /// (a batch spanning the rename), keeps its value under the new name;
+    /// a column dropped since maps to nothing; a column added under an old
+    /// name later is told apart by the writer's whole column list.
+    #[test]
+    fn old_writer_schemas_read_through_renames() {
+        use iceberg::spec::{NestedField, Schema};
+        use lossproof_runtime::change_event::Cell;
+        let schema = |id: i32, fields: &[(i32, &str)]| {
+            Schema::builder()
+                .with_schema_id(id)
+                .with_fields(fields.iter().map(|(field, name)| {
+                    NestedField::optional(*field, *name, Type::Primitive(PrimitiveType::String))
+                        .into()
+                }))
+                .build()
+                .unwrap()
+        };
+        let columns = |names: &[&str]| -> Vec<(String, String)> {
+            names
+                .iter()
+                .map(|n| ((*n).to_owned(), "string".to_owned()))
+                .collect()
+        };
+        let v0 = schema(0, &[(1, "id"), (2, "email"), (3, "note")]);
+        let v1 = schema(1, &[(1, "id"), (2, "email_address"), (3, "note")]);
+        let v2 = schema(2, &[(1, "id"), (2, "email_address"), (4, "email")]);
+        let history = [&v0, &v1];
+        assert_eq!(
+            renaming(&v1, &history, &columns(&["id", "email_address", "note"])),
+            None
+        );
+        let old = renaming(&v1, &history, &columns(&["id", "email", "note"])).unwrap();
+        assert_eq!(old["email"], "email_address");
+        let row: Row = [
+            ("id".to_owned(), Cell::Int(7)),
+            ("email".to_owned(), Cell::Text("a@b".into())),
+            ("note".to_owned(), Cell::Text("n".into())),
+        ]
+        .into();
+        let row = renamed(&row, Some(&old));
+        assert_eq!(row.get("email_address"), Some(&Cell::Text("a@b".into())));
+        assert_eq!(row.get("email"), None);
+        // `note` dropped, a new `email` added: an old change's `email` is
+        // still the renamed field, and its `note` goes nowhere.
+        let history = [&v0, &v1, &v2];
+        let old = renaming(&v2, &history, &columns(&["id", "email", "note"])).unwrap();
+        assert_eq!(old["email"], "email_address");
+        assert!(!old.contains_key("note"));
+        assert_eq!(
+            renaming(&v2, &history, &columns(&["id", "email_address", "email"])),
+            None
+        );
     }
 
     #[test]
