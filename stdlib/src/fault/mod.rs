@@ -223,14 +223,14 @@ pub fn strikes_shared(action: &PlannedAction) -> bool {
         || action
             .target
             .as_ref()
-            .is_some_and(|t| strikes_shared_process(&t.component))
+            .is_some_and(|t| is_stack_process(&t.component))
 }
 
 /// Whether target `name` is a process of the stack every seed shares
 /// (`connect`, `broker`, `postgres`, `registry`), as opposed to one seed's
-/// own consumers or connector.
+/// own consumers, compactor or connector.
 #[must_use]
-fn strikes_shared_process(name: &str) -> bool {
+pub(crate) fn is_stack_process(name: &str) -> bool {
     process::component_named(name).is_some()
 }
 

@@ -113,6 +113,22 @@ async fn on_compactor(
     }
 }
 
+/// SIGKILL a supervised child and start it again at once (a crash the
+/// supervisor recovers from); true if it was running.
+fn kill_and_start(c: &mut lossproof_runtime::supervisor::Supervised) -> Result<bool> {
+    let killed = c.kill();
+    c.start()
+        .map_err(Error::io(format!("start {} again", c.name)))?;
+    Ok(killed)
+}
+
+/// Stop a supervised child gracefully (if it runs) and start it.
+fn stop_and_start(c: &mut lossproof_runtime::supervisor::Supervised) -> Result<bool> {
+    c.terminate(GRACE);
+    c.start().map_err(Error::io(format!("start {}", c.name)))?;
+    Ok(true)
+}
+
 fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRecord> {
     ctx.stack
         .process(c)?
@@ -129,23 +145,8 @@ async fn repair(ctx: &Ctx<'_>) -> Result<()> {
 /// SIGKILL; the supervisor starts it again at once.
 pub async fn kill(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     match which(ctx, action).await? {
-        Which::Consumers(names) => {
-            on_consumers(ctx, &names, "killed", |c| {
-                let killed = c.kill();
-                c.start()
-                    .map_err(Error::io(format!("restart consumer {}", c.name)))?;
-                Ok(killed)
-            })
-            .await
-        }
-        Which::Compactor => {
-            on_compactor(ctx, "killed", |c| {
-                let killed = c.kill();
-                c.start().map_err(Error::io("restart the compactor"))?;
-                Ok(killed)
-            })
-            .await
-        }
+        Which::Consumers(names) => on_consumers(ctx, &names, "killed", kill_and_start).await,
+        Which::Compactor => on_compactor(ctx, "killed", kill_and_start).await,
         Which::Component(c) => {
             let process = component(ctx, c)?;
             let _ = process.signal(Signal::SIGKILL);
@@ -230,23 +231,8 @@ pub async fn resume(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
 /// A graceful stop and a start (or a start if it was down).
 pub async fn restart(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     match which(ctx, action).await? {
-        Which::Consumers(names) => {
-            on_consumers(ctx, &names, "restarted", |c| {
-                c.terminate(GRACE);
-                c.start()
-                    .map_err(Error::io(format!("start consumer {}", c.name)))?;
-                Ok(true)
-            })
-            .await
-        }
-        Which::Compactor => {
-            on_compactor(ctx, "restarted", |c| {
-                c.terminate(GRACE);
-                c.start().map_err(Error::io("start the compactor"))?;
-                Ok(true)
-            })
-            .await
-        }
+        Which::Consumers(names) => on_consumers(ctx, &names, "restarted", stop_and_start).await,
+        Which::Compactor => on_compactor(ctx, "restarted", stop_and_start).await,
         Which::Component(c) => {
             if let Ok(process) = component(ctx, c) {
                 tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
