@@ -344,6 +344,7 @@ impl Lake {
         let sequence_number = meta.next_sequence_number();
         let prefix = unique_prefix();
         let mut manifests = Manifests {
+            lake: self,
             base,
             snapshot_id,
             prefix: &prefix,
@@ -484,6 +485,7 @@ impl From<iceberg::Error> for Staged {
 
 /// Writes the manifests of one commit.
 struct Manifests<'a> {
+    lake: &'a Lake,
     base: &'a Table,
     snapshot_id: i64,
     prefix: &'a str,
@@ -536,7 +538,7 @@ impl Manifests<'_> {
                     kept.push(manifest_file);
                     continue;
                 }
-                let manifest = manifest_file.load_manifest(base.file_io()).await?;
+                let manifest = self.lake.manifest(base, &manifest_file).await?;
                 let hits: Vec<_> = manifest
                     .entries()
                     .iter()
@@ -643,7 +645,7 @@ impl Manifests<'_> {
             }
             let mut writer = self.writer(content)?;
             for manifest_file in &small {
-                let manifest = manifest_file.load_manifest(self.base.file_io()).await?;
+                let manifest = self.lake.manifest(self.base, manifest_file).await?;
                 for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
                     writer.add_existing_file(
                         entry.data_file().clone(),
