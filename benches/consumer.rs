@@ -56,11 +56,11 @@ fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchR
         let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
         let run = format!("bench{}", std::process::id());
         let names = CaptureNames::for_run(&run);
-        let connect = ConnectClient::new(ports.connect);
+        let connect = ConnectClient::local(ports.connect);
         workload::capture(
             &source,
             &connect,
-            &ports,
+            &stack.endpoints()?,
             &names,
             orders,
             false,
@@ -99,7 +99,7 @@ async fn measure(
     let report = workload::run(
         &plan,
         1,
-        ports.source_postgres,
+        &lossproof_runtime::profile::Source::local(ports.source_postgres),
         lossproof_runtime::stack::SOURCE_DATABASE,
         Duration::from_secs(seconds),
     )
@@ -208,8 +208,8 @@ async fn pair(
     let tag = format!("{}_{batch}", names.topic_prefix);
     // Correct: the same records, topic to committed Iceberg.
     let correct_config = correct::Config {
-        broker_port: ports.broker,
-        registry_port: ports.registry,
+        kafka: lossproof_runtime::profile::Kafka::plain(ports.broker),
+        registry: lossproof_runtime::profile::Http::plain(ports.registry),
         namespace: format!("bench_correct_{tag}"),
         table_prefix: String::new(),
         workload: workload_sig,
@@ -239,8 +239,8 @@ async fn pair(
     let namespace = format!("bench_careless_{tag}");
     let tables = consumer::ensure_tables(lake, &namespace, workload_sig).await?;
     let config = careless::Config {
-        broker_port: ports.broker,
-        registry_port: ports.registry,
+        kafka: lossproof_runtime::profile::Kafka::plain(ports.broker),
+        registry: lossproof_runtime::profile::Http::plain(ports.registry),
         topics: topics.to_vec(),
         tables,
         group: format!("lossproof-bench-careless-{tag}"),

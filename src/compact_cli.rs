@@ -17,6 +17,8 @@ use crate::CliResult;
 /// What to compact, and how often.
 pub struct Job<'a> {
     pub state: &'a Path,
+    /// An external profile instead of the local stack in `state`.
+    pub profile: Option<&'a Path>,
     pub run: &'a str,
     /// Empty: every table of each lake.
     pub tables: &'a [String],
@@ -33,8 +35,8 @@ pub struct Job<'a> {
 pub fn compact(job: &Job<'_>) -> CliResult<bool> {
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
-        let stack = lossproof_runtime::Stack::open(job.state)?;
-        let lake = Lake::open(stack.state().root()).await?;
+        let (_stack, endpoints) = crate::stack_cli::running(job.state, job.profile)?;
+        let lake = endpoints.open_lake().await?;
         let names = CaptureNames::for_run(job.run);
         let mut record = match job.record {
             Some(path) => Some(

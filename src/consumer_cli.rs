@@ -6,13 +6,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::CliResult;
-use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_stdlib::consumer::{self, careless, correct};
 
 /// What to consume and where to write, as given on the command line.
 pub struct Args<'a> {
     pub state: &'a Path,
+    /// An external profile instead of the local stack in `state`.
+    pub profile: Option<&'a Path>,
     pub run: &'a str,
     pub namespace: Option<&'a str>,
     pub group: Option<&'a str>,
@@ -22,7 +23,7 @@ pub struct Args<'a> {
 }
 
 pub fn careless(args: &Args<'_>) -> CliResult<bool> {
-    let (stack, ports) = crate::stack_cli::running(args.state)?;
+    let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let namespace = args
@@ -34,12 +35,13 @@ pub fn careless(args: &Args<'_>) -> CliResult<bool> {
     );
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
     runtime.block_on(async {
-        let lake = Lake::open(stack.state().root()).await?;
+        let lake = endpoints.open_lake().await?;
         let tables = consumer::ensure_tables(&lake, &namespace, workload).await?;
         let config = careless::Config {
-            // Through the fault proxy's links, like every client under test.
-            broker_port: ports.broker_link,
-            registry_port: ports.registry_link,
+            // Through the fault proxy's links on the local stack, like every
+            // client under test.
+            kafka: endpoints.consumer_kafka.clone(),
+            registry: endpoints.registry.clone(),
             topics: tables
                 .iter()
                 .map(|t| names.topic("public", &t.source_table))
@@ -81,6 +83,8 @@ async fn stop_signal() {
 /// `lossproof consumer correct …`, as given on the command line.
 pub struct CorrectArgs<'a> {
     pub state: &'a Path,
+    /// An external profile instead of the local stack in `state`.
+    pub profile: Option<&'a Path>,
     pub run: &'a str,
     pub namespace: Option<&'a str>,
     pub batch_max: usize,
@@ -94,7 +98,7 @@ pub struct CorrectArgs<'a> {
 pub const FATAL_EXIT: i32 = 3;
 
 pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
-    let (stack, ports) = crate::stack_cli::running(args.state)?;
+    let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
     let namespace = args
@@ -106,9 +110,10 @@ pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
         .map(str::parse::<correct::Failpoint>)
         .transpose()?;
     let config = correct::Config {
-        // Through the fault proxy's links, like every client under test.
-        broker_port: ports.broker_link,
-        registry_port: ports.registry_link,
+        // Through the fault proxy's links on the local stack, like every
+        // client under test.
+        kafka: endpoints.consumer_kafka.clone(),
+        registry: endpoints.registry.clone(),
         namespace,
         table_prefix: String::new(),
         workload,
@@ -121,7 +126,8 @@ pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
         failpoint,
     };
     let result = runtime.block_on(async {
-        let lake = Lake::open(stack.state().root())
+        let lake = endpoints
+            .open_lake()
             .await
             .map_err(|e| correct::Fatal::Other(e.to_string()))?;
         let (stop_tx, stop) = tokio::sync::watch::channel(false);

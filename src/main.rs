@@ -124,6 +124,10 @@ enum Command {
         jobs: usize,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         /// Consumers under test [default: the scenario's].
         #[arg(long, value_delimiter = ',')]
         consumers: Option<Vec<String>>,
@@ -163,6 +167,10 @@ enum Command {
         run: String,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         /// Consumers whose lakes to score.
         #[arg(long = "consumer", default_value = "careless")]
         consumers: Vec<String>,
@@ -184,6 +192,10 @@ enum Command {
         run: String,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         /// The table to compact (repeat for several); every table of each
         /// lake when none is given.
         #[arg(long = "table")]
@@ -291,6 +303,10 @@ enum ConsumerKind {
         run: String,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         /// Iceberg namespace for its tables [default: careless_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -318,6 +334,10 @@ enum ConsumerKind {
         run: String,
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         /// Iceberg namespace for its tables [default: correct_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -382,6 +402,7 @@ fn main() -> ExitCode {
                 ConsumerKind::Careless {
                     run,
                     state,
+                    profile,
                     namespace,
                     group,
                     batch,
@@ -390,6 +411,7 @@ fn main() -> ExitCode {
                 },
         } => consumer_cli::careless(&consumer_cli::Args {
             state: &state,
+            profile: profile.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             group: group.as_deref(),
@@ -402,6 +424,7 @@ fn main() -> ExitCode {
                 ConsumerKind::Correct {
                     run,
                     state,
+                    profile,
                     namespace,
                     batch,
                     linger_ms,
@@ -410,6 +433,7 @@ fn main() -> ExitCode {
                 },
         } => consumer_cli::correct(&consumer_cli::CorrectArgs {
             state: &state,
+            profile: profile.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             batch_max: batch,
@@ -426,6 +450,7 @@ fn main() -> ExitCode {
             time_scale,
             jobs,
             state,
+            profile,
             consumers,
             keep,
             outputs,
@@ -436,6 +461,7 @@ fn main() -> ExitCode {
             time_scale,
             jobs,
             state: &state,
+            profile: profile.as_deref(),
             consumers: consumers.as_deref(),
             keep,
             outputs: outputs.paths(),
@@ -450,11 +476,13 @@ fn main() -> ExitCode {
         Command::Reconcile {
             run,
             state,
+            profile,
             consumers,
             out,
             wait_s,
         } => reconcile_cli::run(&reconcile_cli::Args {
             state: &state,
+            profile: profile.as_deref(),
             run: &run,
             consumers: &consumers,
             out: out.as_deref(),
@@ -463,12 +491,14 @@ fn main() -> ExitCode {
         Command::Compact {
             run,
             state,
+            profile,
             tables,
             consumers,
             every_ms,
             record,
         } => compact_cli::compact(&compact_cli::Job {
             state: &state,
+            profile: profile.as_deref(),
             run: &run,
             tables: &tables,
             consumers: &consumers,

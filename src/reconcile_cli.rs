@@ -5,13 +5,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::CliResult;
+use lossproof_runtime::ConnectClient;
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
-use lossproof_runtime::{ConnectClient, Lake};
 use lossproof_stdlib::consumer;
 
 pub struct Args<'a> {
     pub state: &'a Path,
+    /// An external profile instead of the local stack in `state`.
+    pub profile: Option<&'a Path>,
     pub run: &'a str,
     pub consumers: &'a [String],
     pub out: Option<&'a Path>,
@@ -21,7 +23,7 @@ pub struct Args<'a> {
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
 /// (exit 2) when the run is INVALID.
 pub fn run(args: &Args<'_>) -> CliResult<bool> {
-    let (stack, ports) = crate::stack_cli::running(args.state)?;
+    let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
     runtime.block_on(async {
@@ -29,24 +31,21 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         // with `--keep`); a run set up by hand, the stack's shared one.
         let mut names = CaptureNames::for_run(args.run);
         let own = names.clone().in_own_database();
-        if lossproof_runtime::postgres::database_exists(ports.source_postgres, &own.database)
-            .await?
-        {
+        if lossproof_runtime::postgres::database_exists(&endpoints.source, &own.database).await? {
             names = own;
         }
-        let source =
-            lossproof_runtime::postgres::connect(ports.source_postgres, &names.database).await?;
+        let source = endpoints.source.connect(&names.database).await?;
         // What the source holds now is what the lake must hold once drained.
         let final_lsn = debezium::current_lsn(&source).await?;
         let positions = consumer::positions(args.consumers, &names, workload);
-        let connect = ConnectClient::new(ports.connect);
-        let lake = Lake::open(stack.state().root()).await?;
+        let connect = ConnectClient::new(&endpoints.connect);
+        let lake = endpoints.open_lake().await?;
         if let Err(invalid) = gate::wait_scoreable(
             &connect,
             &names,
             &source,
             final_lsn,
-            ports.broker,
+            &endpoints.kafka,
             &positions,
             Some(&lake),
             args.wait,

@@ -25,6 +25,8 @@ pub struct Args<'a> {
     /// `--jobs N`: seeds run at once on the one stack.
     pub jobs: usize,
     pub state: &'a Path,
+    /// `--profile P.toml`: a team's own components instead of the local stack.
+    pub profile: Option<&'a Path>,
     pub consumers: Option<&'a [String]>,
     pub keep: bool,
     pub outputs: Outputs<'a>,
@@ -80,9 +82,25 @@ pub fn parse_seeds(spec: &str) -> CliResult<Vec<u64>> {
 }
 
 /// The plan, if it can be run as asked; every refusal says why.
-fn preflight(args: &Args<'_>) -> CliResult<(lossproof_lang::Plan, Vec<String>, run::Locations)> {
-    let analysis = scenario::analyze(args.file)?;
+fn preflight(
+    args: &Args<'_>,
+    profile: Option<&lossproof_runtime::Profile>,
+) -> CliResult<(lossproof_lang::Plan, Vec<String>, run::Locations)> {
+    let mut analysis = scenario::analyze(args.file)?;
+    // On an external profile, what it cannot strike is refused up front,
+    // at its place in the file, like any other error.
+    if let (Some(profile), Some(plan)) = (profile, &analysis.plan) {
+        let refused = crate::check::cannot_strike(plan, &profile.name);
+        analysis.diagnostics.extend(refused);
+    }
     scenario::print_diagnostics(&analysis);
+    if analysis
+        .diagnostics
+        .iter()
+        .any(lossproof_lang::diagnostic::Diagnostic::is_error)
+    {
+        return Err(format!("{} has errors: nothing was run", args.file.display()).into());
+    }
     let plan = analysis
         .plan
         .ok_or_else(|| format!("{} has errors: nothing was run", args.file.display()))?;
@@ -147,7 +165,11 @@ fn seeds_to_run(args: &Args<'_>) -> CliResult<Vec<u64>> {
 
 pub fn run(args: &Args<'_>) -> CliResult<bool> {
     let seeds = seeds_to_run(args)?;
-    let (plan, consumers, locations) = preflight(args)?;
+    let profile = args
+        .profile
+        .map(lossproof_runtime::Profile::load)
+        .transpose()?;
+    let (plan, consumers, locations) = preflight(args, profile.as_ref())?;
     if args.jobs > 1 {
         shared_faults_refused(&plan, &locations, args.jobs)?;
     }
@@ -165,41 +187,44 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         plan.scenario
             .replace(|c: char| !c.is_ascii_alphanumeric(), "")
     );
-    let stack = Stack::open(args.state)?;
+    let stack = match profile {
+        Some(profile) => Stack::external(args.state, profile)?,
+        None => Stack::open(args.state)?,
+    };
     let runtime = crate::stack_cli::runtime()?;
     let interrupt = runtime.block_on(async { run::interrupt_on_signals() })?;
     let options = run::Options {
         interrupt: interrupt.clone(),
         locations,
         state: args.state.to_path_buf(),
+        // Absolute: the consumers and the compactor load it too.
+        profile: args
+            .profile
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
         program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
         consumers: consumers.clone(),
         run_id: run_id.clone(),
         keep: args.keep,
     };
-    eprintln!(
-        "lossproof run {}: scenario {}, seeds {}{}, consumers {}{} (run id {run_id})",
-        args.file.display(),
-        plan.scenario,
-        args.seeds,
-        args.partition
-            .map(|p| format!(" share {p}: {seeds:?}"))
-            .unwrap_or_default(),
-        consumers.join(", "),
-        if (args.time_scale - 1.0).abs() > f64::EPSILON {
-            format!(", time scale {}", args.time_scale)
-        } else {
-            String::new()
-        }
-    );
+    announce(args, &plan, &seeds, &consumers, &run_id);
     let started = Instant::now();
+    let versions = std::sync::Mutex::new(std::collections::BTreeMap::new());
     let stack = Arc::new(stack);
     let plan = Arc::new(plan);
     let results = runtime.block_on(async {
-        stack
-            .up(&|line| eprintln!("  {line}"))
-            .await
-            .map_err(|e| format!("the stack: {e}"))?;
+        if stack.profile().is_none() {
+            stack
+                .up(&|line| eprintln!("  {line}"))
+                .await
+                .map_err(|e| format!("the stack: {e}"))?;
+        }
+        let components = lossproof_runtime::versions::probe(&stack.endpoints()?).await;
+        for (component, version) in &components {
+            eprintln!("  {component:<10} {version}");
+        }
+        *versions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = components;
         run_seeds(&stack, &plan, &Arc::new(options), &seeds, args.jobs).await
     })?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -223,6 +248,14 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         seeds,
         consumers,
         time_scale: args.time_scale,
+        stack: run::StackRecord {
+            profile: stack
+                .profile()
+                .map_or_else(|| "local".to_owned(), |p| p.name.clone()),
+            components: versions
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        },
         results,
     };
     let default_out = stack
@@ -231,6 +264,34 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         .join("runs")
         .join(format!("{run_id}.json"));
     conclude(&record, &args.outputs, Some(&default_out))
+}
+
+/// The run's first line: what runs, on which seeds, as which run id.
+fn announce(
+    args: &Args<'_>,
+    plan: &lossproof_lang::Plan,
+    seeds: &[u64],
+    consumers: &[String],
+    run_id: &str,
+) {
+    eprintln!(
+        "lossproof run {}: scenario {}, seeds {}{}, consumers {}{}{} (run id {run_id})",
+        args.file.display(),
+        plan.scenario,
+        args.seeds,
+        args.partition
+            .map(|p| format!(" share {p}: {seeds:?}"))
+            .unwrap_or_default(),
+        consumers.join(", "),
+        if (args.time_scale - 1.0).abs() > f64::EPSILON {
+            format!(", time scale {}", args.time_scale)
+        } else {
+            String::new()
+        },
+        args.profile
+            .map(|p| format!(", profile {}", p.display()))
+            .unwrap_or_default()
+    );
 }
 
 /// Seeds running at once share the stack's processes and its network links:
@@ -619,6 +680,15 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<b
         )
         .into());
     }
+    if recorded.stack.profile != "local" {
+        return Err(format!(
+            "{} ran on profile {}: run the seed again with `lossproof run {} --seeds {seed} --profile PROFILE.toml`",
+            record.display(),
+            recorded.stack.profile,
+            recorded.file
+        )
+        .into());
+    }
     let (file, consumers) = (recorded.file, recorded.consumers);
     let seeds = seed.to_string();
     run(&Args {
@@ -628,6 +698,7 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<b
         time_scale: recorded.time_scale,
         jobs: 1,
         state,
+        profile: None,
         consumers: Some(&consumers),
         keep,
         outputs: Outputs::default(),

@@ -18,12 +18,21 @@ pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
 
 /// The stack in `state` and its ports, for commands that need it running;
 /// the error says how to start it (with this state directory).
-pub fn running(state: &Path) -> CliResult<(Stack, lossproof_runtime::Ports)> {
-    let stack = Stack::open(state)?;
-    let ports = stack
-        .ports()
+/// The stack a command acts on: the one `up` started in `state`, or the
+/// external components `profile` names (`state` then holds only
+/// lossproof's records and logs).
+pub fn running(
+    state: &Path,
+    profile: Option<&Path>,
+) -> CliResult<(Stack, lossproof_runtime::Endpoints)> {
+    let stack = match profile {
+        Some(profile) => Stack::external(state, lossproof_runtime::Profile::load(profile)?)?,
+        None => Stack::open(state)?,
+    };
+    let endpoints = stack
+        .endpoints()
         .map_err(|e| format!("{e} --state {}", state.display()))?;
-    Ok((stack, ports))
+    Ok((stack, endpoints))
 }
 
 fn say(line: &str) {

@@ -124,7 +124,14 @@ async fn killed_and_restarted_under_load(state: &Path, ports: Ports) {
     let workload = {
         let plan = workload_plan();
         tokio::spawn(async move {
-            workload::run(&plan, 11, ports.source_postgres, DATABASE, load).await
+            workload::run(
+                &plan,
+                11,
+                &lossproof_runtime::profile::Source::local(ports.source_postgres),
+                DATABASE,
+                load,
+            )
+            .await
         })
     };
     let mut consumer = run.spawn_consumer();
@@ -177,7 +184,7 @@ async fn widening_breaks_the_append_and_it_carries_on(state: &Path, ports: Ports
             workload::run(
                 &plan,
                 21,
-                ports.source_postgres,
+                &lossproof_runtime::profile::Source::local(ports.source_postgres),
                 DATABASE,
                 Duration::from_secs(5),
             )
@@ -249,11 +256,11 @@ impl Run {
             .unwrap();
         let id = format!("{label}{}", std::process::id());
         let names = CaptureNames::for_run(&id);
-        let connect = ConnectClient::new(ports.connect);
+        let connect = ConnectClient::local(ports.connect);
         workload::capture(
             &source,
             &connect,
-            &ports,
+            &lossproof_runtime::Endpoints::local(ports, state),
             &names,
             orders(),
             false,
@@ -292,7 +299,7 @@ impl Run {
         workload::run(
             &workload_plan(),
             seed,
-            self.ports.source_postgres,
+            &lossproof_runtime::profile::Source::local(self.ports.source_postgres),
             DATABASE,
             duration,
         )
@@ -321,7 +328,7 @@ impl Run {
             &self.names,
             &self.source,
             final_lsn,
-            self.ports.broker,
+            &lossproof_runtime::profile::Kafka::plain(self.ports.broker),
             &[careless],
             None,
             limit,

@@ -70,12 +70,12 @@ fn correct_consumer_on_the_real_pipeline() {
 
 /// Start the workload in the background (seeded, `seconds` long).
 fn load(run: &Run, seed: u64, seconds: u64) -> tokio::task::JoinHandle<workload::WorkloadReport> {
-    let port = run.ports.source_postgres;
+    let source = lossproof_runtime::profile::Source::local(run.ports.source_postgres);
     tokio::spawn(async move {
         workload::run(
             &workload_plan(),
             seed,
-            port,
+            &source,
             DATABASE,
             Duration::from_secs(seconds),
         )
@@ -100,7 +100,7 @@ async fn gate_correct(run: &Run, names: &CaptureNames, consumer: &Consumer, limi
         names,
         &run.source,
         final_lsn,
-        run.ports.broker,
+        &lossproof_runtime::profile::Kafka::plain(run.ports.broker),
         &positions,
         Some(&lake),
         limit,
@@ -350,7 +350,7 @@ async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>
             raw.push((m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec)));
         }
     }
-    let mut schemas = Schemas::new(run.ports.registry);
+    let mut schemas = Schemas::new(&lossproof_runtime::profile::Http::plain(run.ports.registry));
     let mut out = Vec::new();
     for (key, value) in raw {
         schemas
@@ -461,7 +461,7 @@ async fn deletes_and_rereads_hold(state: &Path, ports: Ports) {
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
     let config = debezium::config(
         &second,
-        &run.ports,
+        &lossproof_runtime::Endpoints::local(run.ports, &run.state),
         DATABASE,
         &tables,
         debezium::Encoding::Avro,

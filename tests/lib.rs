@@ -9,6 +9,7 @@ mod lake_layer;
 mod language;
 mod lsp;
 mod network;
+mod profile;
 mod properties;
 mod registry;
 mod run;

@@ -195,6 +195,7 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     two_load_phases_continue_the_workload(&state);
     a_drain_between_phases_gates(&state);
     four_partitions_per_topic(&state);
+    crate::profile::a_run_on_an_external_profile(&state);
     // Last: the Connect worker may not survive it (each seed's set-up
     // starts what is down again).
     fill_broker(&state);
@@ -492,8 +493,9 @@ fn a_drain_between_phases_gates(state: &Path) {
 }
 
 /// What of run `run` is still on the stack: its source database (with its
-/// publication), replication slot, connector, topics and consumer groups.
-fn leftovers(state: &Path, run: &str) -> Vec<String> {
+/// publication), replication slot, connector, topics, consumer groups and
+/// schemas in the registry.
+pub(crate) fn leftovers(state: &Path, run: &str) -> Vec<String> {
     use rdkafka::consumer::{BaseConsumer, Consumer as _};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -521,9 +523,12 @@ fn leftovers(state: &Path, run: &str) -> Vec<String> {
         {
             left.push(format!("slot {}", names.slot));
         }
-        if lossproof_runtime::postgres::database_exists(ports.source_postgres, &names.database)
-            .await
-            .unwrap()
+        if lossproof_runtime::postgres::database_exists(
+            &lossproof_runtime::profile::Source::local(ports.source_postgres),
+            &names.database,
+        )
+        .await
+        .unwrap()
         {
             left.push(format!("database {}", names.database));
             let own = lossproof_runtime::postgres::connect(ports.source_postgres, &names.database)
@@ -541,7 +546,7 @@ fn leftovers(state: &Path, run: &str) -> Vec<String> {
                 left.push(format!("publication {}", names.publication));
             }
         }
-        let connect = lossproof_runtime::ConnectClient::new(ports.connect);
+        let connect = lossproof_runtime::ConnectClient::local(ports.connect);
         if connect.status(&names.connector).await.unwrap().is_some() {
             left.push(format!("connector {}", names.connector));
         }
@@ -572,6 +577,18 @@ fn leftovers(state: &Path, run: &str) -> Vec<String> {
             let group = lossproof_stdlib::consumer::group(kind, &names);
             if groups.groups().iter().any(|g| g.name() == group) {
                 left.push(format!("group {group}"));
+            }
+        }
+        let subjects: Vec<String> =
+            reqwest::get(format!("http://127.0.0.1:{}/subjects", ports.registry))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        for subject in subjects {
+            if subject.starts_with(&format!("{}.", names.topic_prefix)) {
+                left.push(format!("subject {subject}"));
             }
         }
         left

@@ -202,11 +202,11 @@ async fn change_events_and_drain(ports: Ports) {
         )
         .await
         .unwrap();
-    let connect = ConnectClient::new(ports.connect);
+    let connect = ConnectClient::local(ports.connect);
     let names = CaptureNames::for_run(&format!("test{}", std::process::id()));
     let config = debezium::config(
         &names,
-        &ports,
+        &endpoints(ports),
         lossproof_runtime::stack::SOURCE_DATABASE,
         &["public.chain"],
         Encoding::Avro,
@@ -315,7 +315,8 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
         .create()
         .expect("kafka consumer");
     consumer.subscribe(&[topic]).unwrap();
-    let mut schemas = change_event::Schemas::new(ports.registry);
+    let mut schemas =
+        change_event::Schemas::new(&lossproof_runtime::profile::Http::plain(ports.registry));
     let mut records = Vec::new();
     let deadline = Instant::now() + limit;
     while records.len() < count && Instant::now() < deadline {
@@ -379,10 +380,10 @@ async fn workload_under_capture(ports: Ports) {
         );
     }
 
-    let connect = ConnectClient::new(ports.connect);
+    let connect = ConnectClient::local(ports.connect);
     let names = CaptureNames::for_run(&format!("workload{}", std::process::id()));
     let tables = ["public.customers", "public.orders", "public.order_items"];
-    let config = debezium::config(&names, &ports, database, &tables, Encoding::Avro);
+    let config = debezium::config(&names, &endpoints(ports), database, &tables, Encoding::Avro);
     debezium::start(&connect, &names, &config, &source, Duration::from_mins(1))
         .await
         .unwrap();
@@ -399,7 +400,7 @@ async fn workload_under_capture(ports: Ports) {
     let report = workload::run(
         &plan,
         7,
-        ports.source_postgres,
+        &lossproof_runtime::profile::Source::local(ports.source_postgres),
         database,
         Duration::from_secs(3),
     )
@@ -522,4 +523,10 @@ fn interrupted_up_leaves_nothing(state: &Path) {
         left.is_empty(),
         "still running after an interrupted up: {left:?}"
     );
+}
+
+/// The local stack's endpoints for the connector's configuration (which
+/// reads no lake).
+fn endpoints(ports: Ports) -> lossproof_runtime::Endpoints {
+    lossproof_runtime::Endpoints::local(ports, Path::new("/nonexistent-lake"))
 }

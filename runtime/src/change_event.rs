@@ -175,20 +175,20 @@ impl std::fmt::Debug for WriterSchema {
 #[derive(Debug, Clone)]
 pub struct Schemas {
     http: reqwest::Client,
-    base: String,
+    registry: crate::profile::Http,
     by_id: BTreeMap<u32, std::sync::Arc<WriterSchema>>,
 }
 
 impl Schemas {
-    /// Schemas of the registry at `http://127.0.0.1:{port}`.
+    /// Schemas of `registry`.
     #[must_use]
-    pub fn new(registry_port: u16) -> Self {
+    pub fn new(registry: &crate::profile::Http) -> Self {
         Self {
             http: reqwest::Client::builder()
                 .timeout(std::time::Duration::from_secs(10))
                 .build()
                 .unwrap_or_default(),
-            base: format!("http://127.0.0.1:{registry_port}"),
+            registry: registry.clone(),
             by_id: BTreeMap::new(),
         }
     }
@@ -205,10 +205,11 @@ impl Schemas {
             if self.by_id.contains_key(&id) {
                 continue;
             }
-            let url = format!("{}/schemas/ids/{id}", self.base);
+            let path = format!("/schemas/ids/{id}");
+            let url = format!("{}{path}", self.registry.url);
             let response = self
-                .http
-                .get(&url)
+                .registry
+                .request(&self.http, reqwest::Method::GET, &path)
                 .send()
                 .await
                 .map_err(|source| FetchError::Http {

@@ -78,7 +78,7 @@ pub fn command(dir: &Path, ports: &Ports, tools: &Tools) -> Result<Command> {
 /// The Kafka Connect REST API.
 #[derive(Debug, Clone)]
 pub struct ConnectClient {
-    base: String,
+    service: crate::profile::Http,
     http: reqwest::Client,
 }
 
@@ -111,15 +111,21 @@ impl ConnectClient {
     /// # Panics
     /// If the HTTP client cannot be built (no TLS is configured, so it can).
     #[must_use]
-    pub fn new(port: u16) -> Self {
+    pub fn new(service: &crate::profile::Http) -> Self {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
             .expect("http client");
         Self {
-            base: format!("http://127.0.0.1:{port}"),
+            service: service.clone(),
             http,
         }
+    }
+
+    /// The client of the local stack's Connect at `port`.
+    #[must_use]
+    pub fn local(port: u16) -> Self {
+        Self::new(&crate::profile::Http::plain(port))
     }
 
     async fn call(
@@ -128,9 +134,7 @@ impl ConnectClient {
         path: &str,
         body: Option<Value>,
     ) -> Result<(u16, Value)> {
-        let mut request = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.base));
+        let mut request = self.service.request(&self.http, method.clone(), path);
         if let Some(body) = body {
             request = request.json(&body);
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::connect::ConnectClient;
+use crate::endpoints::Endpoints;
 use crate::error::{Error, Result};
-use crate::ports::Ports;
 
 /// Everything named after one run, so a reset can never resume into a slot
 /// or topics of another run.
@@ -78,7 +78,7 @@ pub enum Encoding {
 #[must_use]
 pub fn config(
     names: &CaptureNames,
-    ports: &Ports,
+    endpoints: &Endpoints,
     database: &str,
     tables: &[&str],
     encoding: Encoding,
@@ -86,11 +86,12 @@ pub fn config(
     let mut config = json!({
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "tasks.max": "1",
-        "database.hostname": "127.0.0.1",
-        // Through the fault proxy's `postgres` link (docs/network.md).
-        "database.port": ports.source_link.to_string(),
-        "database.user": "postgres",
-        "database.password": "",
+        // As Connect's workers reach the source: through the fault proxy's
+        // `postgres` link on the local stack (docs/network.md).
+        "database.hostname": endpoints.source.connect_host,
+        "database.port": endpoints.source.connect_port.to_string(),
+        "database.user": endpoints.source.user,
+        "database.password": endpoints.source.password.as_ref().map_or("", |p| p.expose()),
         "database.dbname": database,
         "plugin.name": "pgoutput",
         "slot.name": names.slot,
@@ -109,15 +110,29 @@ pub fn config(
         "topic.creation.default.replication.factor": "1",
         "topic.creation.default.partitions": "1",
     });
-    let registry = format!("http://127.0.0.1:{}", ports.registry_link);
+    let registry = &endpoints.registry;
     let extra = match encoding {
-        Encoding::Avro => json!({
-            "key.converter": "io.confluent.connect.avro.AvroConverter",
-            "value.converter": "io.confluent.connect.avro.AvroConverter",
-            "key.converter.schema.registry.url": registry,
-            "value.converter.schema.registry.url": registry,
-            "decimal.handling.mode": "precise",
-        }),
+        Encoding::Avro => {
+            let mut avro = json!({
+                "key.converter": "io.confluent.connect.avro.AvroConverter",
+                "value.converter": "io.confluent.connect.avro.AvroConverter",
+                "key.converter.schema.registry.url": registry.url,
+                "value.converter.schema.registry.url": registry.url,
+                "decimal.handling.mode": "precise",
+            });
+            if let Some(user) = &registry.user {
+                let info = format!(
+                    "{user}:{}",
+                    registry.password.as_ref().map_or("", |p| p.expose())
+                );
+                for side in ["key", "value"] {
+                    avro[format!("{side}.converter.basic.auth.credentials.source")] =
+                        json!("USER_INFO");
+                    avro[format!("{side}.converter.basic.auth.user.info")] = json!(info);
+                }
+            }
+            avro
+        }
         Encoding::Json => json!({ "decimal.handling.mode": "string" }),
     };
     for (k, v) in extra.as_object().expect("object") {

@@ -74,7 +74,10 @@ const LAKE_DIR: &str = "lake";
 /// The local lake: its paths and an open catalog.
 #[derive(Debug)]
 pub struct Lake {
+    /// The folder of the catalog's sqlite file (`<state>/lake` locally).
     root: PathBuf,
+    catalog_db: PathBuf,
+    warehouse: PathBuf,
     catalog: SqlCatalog,
     /// The same sqlite file, for the compare-and-swap of [`Lake::commit`].
     db: sqlx::SqlitePool,
@@ -95,15 +98,25 @@ impl Lake {
     /// (idempotent). Needs a tokio runtime.
     pub async fn open(state_root: &Path) -> Result<Self> {
         let root = state_root.join(LAKE_DIR);
-        let warehouse = root.join("warehouse");
-        std::fs::create_dir_all(&warehouse)
-            .context(|| format!("create {}", warehouse.display()))?;
+        Self::open_catalog(&root.join("catalog.db"), &root.join("warehouse")).await
+    }
+
+    /// The lake whose Iceberg SQL catalog is the sqlite file `catalog_db`
+    /// (created if missing, with the catalog's tables) and whose data lives
+    /// under `warehouse` (created if missing): an external profile's lake.
+    pub async fn open_catalog(catalog_db: &Path, warehouse: &Path) -> Result<Self> {
+        std::fs::create_dir_all(warehouse).context(|| format!("create {}", warehouse.display()))?;
+        let warehouse = std::fs::canonicalize(warehouse)
+            .context(|| format!("resolve {}", warehouse.display()))?;
+        let folder = catalog_db.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(folder).context(|| format!("create {}", folder.display()))?;
         let root =
-            std::fs::canonicalize(&root).context(|| format!("resolve {}", root.display()))?;
-        let uri = sqlx_sqlite_uri(&root.join("catalog.db"));
+            std::fs::canonicalize(folder).context(|| format!("resolve {}", folder.display()))?;
+        let catalog_db = root.join(catalog_db.file_name().unwrap_or("catalog.db".as_ref()));
+        let uri = sqlx_sqlite_uri(&catalog_db);
         let catalog = SqlCatalogBuilder::default()
             .uri(uri.clone())
-            .warehouse_location(file_uri(&root.join("warehouse")))
+            .warehouse_location(file_uri(&warehouse))
             .sql_bind_style(SqlBindStyle::QMark)
             .with_storage_factory(Arc::new(LocalFsStorageFactory))
             .load(CATALOG_NAME, HashMap::new())
@@ -111,21 +124,18 @@ impl Lake {
             .map_err(|e| {
                 Error::Setup(format!(
                     "cannot open the lake catalog {}: {e}",
-                    root.join("catalog.db").display()
+                    catalog_db.display()
                 ))
             })?;
         let db = sqlx::sqlite::SqlitePoolOptions::new()
             .max_connections(1)
             .connect(&uri)
             .await
-            .map_err(|e| {
-                Error::Setup(format!(
-                    "cannot open {}: {e}",
-                    root.join("catalog.db").display()
-                ))
-            })?;
+            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", catalog_db.display())))?;
         Ok(Self {
             root,
+            catalog_db,
+            warehouse,
             catalog,
             db,
             manifests: std::sync::Mutex::default(),
@@ -177,13 +187,13 @@ impl Lake {
     /// The sqlite file holding the catalog.
     #[must_use]
     pub fn catalog_db(&self) -> PathBuf {
-        self.root.join("catalog.db")
+        self.catalog_db.clone()
     }
 
     /// The warehouse folder.
     #[must_use]
     pub fn warehouse(&self) -> PathBuf {
-        self.root.join("warehouse")
+        self.warehouse.clone()
     }
 
     /// The warehouse as the `file://` URI both sides use.

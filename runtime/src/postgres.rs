@@ -8,6 +8,7 @@ use nix::unistd::{Uid, User, chown};
 
 use crate::component::Component;
 use crate::error::{Error, IoContext as _, Result};
+use crate::profile::Source;
 use crate::tools::Tools;
 
 /// The user clusters run as when lossproof runs as root.
@@ -15,21 +16,12 @@ const POSTGRES_USER: &str = "postgres";
 
 /// Connect to a cluster of the stack (trust auth on loopback).
 pub async fn connect(port: u16, database: &str) -> Result<tokio_postgres::Client> {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={port} user=postgres dbname={database} connect_timeout=3"),
-        tokio_postgres::NoTls,
-    )
-    .await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
+    Source::local(port).connect(database).await
 }
 
-/// Create `database` if it does not exist.
-/// Whether `database` exists on the server at `port`.
-pub async fn database_exists(port: u16, database: &str) -> Result<bool> {
-    let client = connect(port, "postgres").await?;
+/// Whether `database` exists on `server`.
+pub async fn database_exists(server: &Source, database: &str) -> Result<bool> {
+    let client = server.connect_admin().await?;
     Ok(client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
         .await?
@@ -38,8 +30,8 @@ pub async fn database_exists(port: u16, database: &str) -> Result<bool> {
 
 /// Drop `database` if it exists, closing its connections first (`WITH
 /// (FORCE)`: a workload connection or a consumer of it cannot keep it).
-pub async fn drop_database(port: u16, database: &str) -> Result<()> {
-    let client = connect(port, "postgres").await?;
+pub async fn drop_database(server: &Source, database: &str) -> Result<()> {
+    let client = server.connect_admin().await?;
     client
         .batch_execute(&format!(
             "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
@@ -49,8 +41,9 @@ pub async fn drop_database(port: u16, database: &str) -> Result<()> {
     Ok(())
 }
 
-pub async fn ensure_database(port: u16, database: &str) -> Result<()> {
-    let client = connect(port, "postgres").await?;
+/// Create `database` on `server` if it does not exist.
+pub async fn ensure_database(server: &Source, database: &str) -> Result<()> {
+    let client = server.connect_admin().await?;
     let exists = client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
         .await?

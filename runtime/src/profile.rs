@@ -118,11 +118,12 @@ pub struct Http {
     pub password: Option<Secret>,
 }
 
-/// Where the lake is: an Iceberg SQL catalog (sqlite) and its warehouse.
+/// Where the lake is: an Iceberg SQL catalog (a sqlite file) and its
+/// warehouse folder, both absolute paths.
 #[derive(Debug, Clone)]
 pub struct LakeLocation {
-    pub catalog_uri: String,
-    pub warehouse: String,
+    pub catalog_db: PathBuf,
+    pub warehouse: PathBuf,
 }
 
 // The file's shape. Unknown keys are errors: a misspelt `pasword` must not
@@ -315,15 +316,35 @@ impl Profile {
         let registry = http("registry", file.registry)?;
         let connect = http("connect", file.connect)?;
         let lake = match file.lake.catalog.as_str() {
-            "sql" => LakeLocation {
-                catalog_uri: file
-                    .lake
-                    .uri
-                    .ok_or_else(|| invalid("lake.uri is missing (sqlite:///PATH)".into()))?,
-                warehouse: file.lake.warehouse.ok_or_else(|| {
-                    invalid("lake.warehouse is missing (a folder or file:// URI)".into())
-                })?,
-            },
+            "sql" => {
+                let uri = file.lake.uri.ok_or_else(|| {
+                    invalid("lake.uri is missing (sqlite:///ABSOLUTE/PATH)".into())
+                })?;
+                let catalog_db = uri
+                    .strip_prefix("sqlite:")
+                    .map(|rest| PathBuf::from(format!("/{}", rest.trim_start_matches('/'))))
+                    .filter(|_| !uri.contains('?'))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "lake.uri = `{uri}`: expected sqlite:///ABSOLUTE/PATH (the catalog's sqlite file)"
+                        ))
+                    })?;
+                let warehouse = file.lake.warehouse.ok_or_else(|| {
+                    invalid("lake.warehouse is missing (an absolute folder or file:// URI)".into())
+                })?;
+                let warehouse =
+                    PathBuf::from(warehouse.strip_prefix("file://").unwrap_or(&warehouse));
+                if !warehouse.is_absolute() {
+                    return Err(invalid(format!(
+                        "lake.warehouse = `{}`: expected an absolute folder",
+                        warehouse.display()
+                    )));
+                }
+                LakeLocation {
+                    catalog_db,
+                    warehouse,
+                }
+            }
             "rest" | "glue" => {
                 return Err(invalid(format!(
                     "lake.catalog = \"{}\": not supported yet, only \"sql\" (an Iceberg SQL catalog on sqlite, \
@@ -425,7 +446,8 @@ warehouse = "/srv/lake/warehouse"
         assert_eq!(p.source.password.as_ref().unwrap().expose(), "pg-hunter2");
         assert_eq!(p.kafka.secrets["sasl.password"].expose(), "kafka-hunter2");
         assert_eq!(p.registry.url, "http://registry:8081");
-        assert_eq!(p.lake.warehouse, "/srv/lake/warehouse");
+        assert_eq!(p.lake.warehouse, Path::new("/srv/lake/warehouse"));
+        assert_eq!(p.lake.catalog_db, Path::new("/srv/lake/catalog.db"));
     }
 
     /// Whatever prints a profile (logs, errors, records built with `{:?}`)

@@ -19,11 +19,13 @@ use serde::Serialize;
 
 use crate::component::Component;
 use crate::connect::{ConnectClient, ConnectorStatus};
+use crate::endpoints::Endpoints;
 use crate::error::{Error, Result};
 use crate::health::{Health, probe};
 use crate::lake::Lake;
 use crate::ports::Ports;
 use crate::process::ProcessRecord;
+use crate::profile::{Profile, Source};
 use crate::state_dir::{StackRecord, StateDir};
 use crate::tools::Tools;
 use crate::{connect, postgres};
@@ -41,6 +43,9 @@ pub struct Stack {
     /// The `lossproof` executable: the registry runs as `lossproof registry`.
     exe: PathBuf,
     http: reqwest::Client,
+    /// The team's own components, when a profile names them: the state
+    /// directory then holds only lossproof's records and logs.
+    profile: Option<Profile>,
 }
 
 /// What `status` reports for one component.
@@ -101,7 +106,30 @@ impl Stack {
                 .timeout(Duration::from_secs(3))
                 .build()
                 .expect("http client"),
+            profile: None,
         })
+    }
+
+    /// The external components `profile` names, with `state_root` for
+    /// lossproof's own records and logs (no stack is started there).
+    pub fn external(state_root: &Path, profile: Profile) -> Result<Self> {
+        let mut stack = Self::open(state_root)?;
+        stack.profile = Some(profile);
+        Ok(stack)
+    }
+
+    /// The external profile, if this stack is one.
+    #[must_use]
+    pub fn profile(&self) -> Option<&Profile> {
+        self.profile.as_ref()
+    }
+
+    /// Where each component is, for every client lossproof opens.
+    pub fn endpoints(&self) -> Result<Endpoints> {
+        match &self.profile {
+            Some(profile) => Ok(Endpoints::external(profile)),
+            None => Ok(Endpoints::local(self.ports()?, self.state.root())),
+        }
     }
 
     #[must_use]
@@ -125,6 +153,12 @@ impl Stack {
 
     /// Bring every component to healthy. `progress` receives one line per step.
     pub async fn up(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+        if let Some(profile) = &self.profile {
+            return Err(Error::Setup(format!(
+                "profile `{}` names external components: lossproof does not start them",
+                profile.name
+            )));
+        }
         let _lock = self.state.lock(LOCK_WAIT)?;
         if !self.tools.complete() {
             self.tools.bootstrap()?;
@@ -358,10 +392,12 @@ impl Stack {
     async fn after_start(&self, component: Component, ports: &Ports) -> Result<()> {
         match component {
             Component::SourcePostgres => {
-                postgres::ensure_database(ports.source_postgres, SOURCE_DATABASE).await
+                postgres::ensure_database(&Source::local(ports.source_postgres), SOURCE_DATABASE)
+                    .await
             }
             Component::BrokerPostgres => {
-                postgres::ensure_database(ports.broker_postgres, BROKER_DATABASE).await?;
+                postgres::ensure_database(&Source::local(ports.broker_postgres), BROKER_DATABASE)
+                    .await?;
                 // A run killed during `fill broker` left it read-only.
                 set_broker_storage_writable(ports, true).await.map(drop)
             }
@@ -416,6 +452,10 @@ impl Stack {
     /// through [`Stack::up`]; `Ok(false)`, without touching anything, when
     /// every recorded process is alive. Cheap enough for every seed.
     pub async fn heal(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<bool> {
+        if self.profile.is_some() {
+            // Not ours to restart: a component that is down fails the seed.
+            return Ok(false);
+        }
         let record = self.state.load()?;
         let all_alive = Component::ALL
             .iter()
@@ -481,7 +521,7 @@ impl Stack {
         let mut slots = Vec::new();
         if let Some(ports) = ports {
             if healthy(Component::Connect) {
-                for (name, status) in ConnectClient::new(ports.connect)
+                for (name, status) in ConnectClient::local(ports.connect)
                     .all()
                     .await
                     .unwrap_or_default()

@@ -66,7 +66,7 @@ pub async fn wait_scoreable(
     names: &CaptureNames,
     source: &tokio_postgres::Client,
     final_lsn: u64,
-    broker_port: u16,
+    kafka: &crate::profile::Kafka,
     consumers: &[ConsumerPosition],
     lake: Option<&crate::Lake>,
     limit: Duration,
@@ -77,11 +77,11 @@ pub async fn wait_scoreable(
         .map_err(|e| Invalid::Unreachable(e.to_string()))?
         .map_err(Invalid::NotDrained)?;
     loop {
-        let mut behind = behind(broker_port, consumers).await?;
+        let mut behind = behind(kafka, consumers).await?;
         if behind.is_none()
             && let Some(lake) = lake
         {
-            behind = lake_behind(broker_port, lake, consumers).await?;
+            behind = lake_behind(kafka, lake, consumers).await?;
         }
         match behind {
             None => break,
@@ -99,7 +99,7 @@ pub async fn wait_scoreable(
 /// The first consumer/topic whose offsets stored in the lake are short of
 /// the topic's end, if any.
 async fn lake_behind(
-    broker_port: u16,
+    kafka: &crate::profile::Kafka,
     lake: &crate::Lake,
     consumers: &[ConsumerPosition],
 ) -> Result<Option<Invalid>, Invalid> {
@@ -116,7 +116,7 @@ async fn lake_behind(
             .map_err(|e| Invalid::Unreachable(format!("{ident}: {e}")))?;
         let stored = crate::lake::latest_properties(&table, OFFSET_PROPERTY_PREFIX);
         for topic in &c.topics {
-            for (partition, end) in ends(broker_port, topic).await? {
+            for (partition, end) in ends(kafka, topic).await? {
                 let stored = stored
                     .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.{partition}"))
                     .and_then(|v| v.parse().ok())
@@ -154,11 +154,11 @@ pub fn partitions_of<C: rdkafka::consumer::ConsumerContext>(
 }
 
 /// Each partition of `topic` with its end offset.
-async fn ends(broker_port: u16, topic: &str) -> Result<Vec<(i32, i64)>, Invalid> {
+async fn ends(kafka: &crate::profile::Kafka, topic: &str) -> Result<Vec<(i32, i64)>, Invalid> {
     let topic = topic.to_owned();
+    let config = kafka.client_config();
     tokio::task::spawn_blocking(move || {
-        let client: BaseConsumer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", format!("127.0.0.1:{broker_port}"))
+        let client: BaseConsumer = config
             .create()
             .map_err(|e| Invalid::Unreachable(format!("kafka client: {e}")))?;
         partitions_of(&client, &topic)
@@ -179,14 +179,15 @@ async fn ends(broker_port: u16, topic: &str) -> Result<Vec<(i32, i64)>, Invalid>
 /// The first consumer/topic whose committed offset is short of the topic's
 /// end, if any.
 async fn behind(
-    broker_port: u16,
+    kafka: &crate::profile::Kafka,
     consumers: &[ConsumerPosition],
 ) -> Result<Option<Invalid>, Invalid> {
     let consumers = consumers.to_vec();
+    let config = kafka.client_config();
     tokio::task::spawn_blocking(move || {
         for c in &consumers {
-            let watcher: BaseConsumer = rdkafka::ClientConfig::new()
-                .set("bootstrap.servers", format!("127.0.0.1:{broker_port}"))
+            let watcher: BaseConsumer = config
+                .clone()
                 .set("group.id", &c.group)
                 .set("enable.auto.commit", "false")
                 .create()

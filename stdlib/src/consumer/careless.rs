@@ -35,8 +35,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `127.0.0.1:{port}` of the broker.
-    pub broker_port: u16,
-    pub registry_port: u16,
+    pub kafka: lossproof_runtime::profile::Kafka,
+    pub registry: lossproof_runtime::profile::Http,
     /// The change topics, one per table in `tables`, in the same order.
     pub topics: Vec<String>,
     pub tables: Vec<LakeTable>,
@@ -69,11 +69,9 @@ pub async fn run(
     mut stop: tokio::sync::watch::Receiver<bool>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Report> {
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set(
-            "bootstrap.servers",
-            format!("127.0.0.1:{}", config.broker_port),
-        )
+    let consumer: StreamConsumer = config
+        .kafka
+        .client_config()
         .set("group.id", &config.group)
         .set("enable.auto.commit", "true")
         .set("enable.auto.offset.store", "true")
@@ -101,7 +99,7 @@ pub async fn run(
         assignment.count(),
         topics.len()
     ));
-    let mut schemas = Schemas::new(config.registry_port);
+    let mut schemas = Schemas::new(&config.registry);
     let mut report = Report::default();
     let mut last_kafka_error = String::new();
     while !*stop.borrow() {

@@ -22,7 +22,7 @@ use lossproof_runtime::stack::set_broker_storage_writable;
 use super::{Ctx, Fired};
 
 pub async fn fill(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
-    let ports = ctx.ports;
+    let ports = ctx.endpoints.local_ports("`fill broker`")?;
     let ended = set_broker_storage_writable(&ports, false).await?;
     let lasts = ctx.acts_for.unwrap_or_default();
     let alive = ctx.seed_alive.clone();

@@ -28,20 +28,23 @@ pub async fn duplicate(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
             )));
         }
     };
-    let broker = format!("127.0.0.1:{}", ctx.ports.broker);
     let topics = crate::consumer::topics(ctx.names, ctx.workload);
     let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed);
     rng.set_stream(ctx.occurrence as u64);
     let until = ctx.phase_end;
-    let reader: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &broker)
+    let reader: BaseConsumer = ctx
+        .endpoints
+        .kafka
+        .client_config()
         .set("group.id", "lossproof-duplicate")
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
         .create()
         .map_err(Error::kafka("kafka client"))?;
-    let producer: BaseProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &broker)
+    let producer: BaseProducer = ctx
+        .endpoints
+        .kafka
+        .client_config()
         .create()
         .map_err(Error::kafka("kafka producer"))?;
     // From now on: every record that arrives from here is a candidate.

@@ -19,11 +19,10 @@ pub async fn inject(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     let table = name_arg(action, "table")?;
     let count = count_arg(action, "count").unwrap_or(1);
     let topic = ctx.names.topic("public", table);
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set(
-            "bootstrap.servers",
-            format!("127.0.0.1:{}", ctx.ports.broker),
-        )
+    let producer: FutureProducer = ctx
+        .endpoints
+        .kafka
+        .client_config()
         .set("message.timeout.ms", "10000")
         .create()
         .map_err(Error::kafka("kafka producer"))?;

@@ -24,14 +24,15 @@ use lossproof_lang::plan::{ArgValue, PlannedAction};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::supervisor::Supervised;
-use lossproof_runtime::{ConnectClient, Ports, Stack};
+use lossproof_runtime::{ConnectClient, Endpoints, Stack};
 
 use crate::error::Error;
 
 /// What a fault may touch during one seed.
 pub struct Ctx<'a> {
     pub stack: &'a Stack,
-    pub ports: Ports,
+    /// Where each component is (the local stack's ports, or a profile's).
+    pub endpoints: &'a Endpoints,
     pub source: &'a tokio_postgres::Client,
     pub connect: &'a ConnectClient,
     pub names: &'a CaptureNames,

@@ -81,7 +81,7 @@ async fn set(ctx: &Ctx<'_>, action: &PlannedAction, fault: FaultKind) -> Fired {
         seed: ctx.seed,
         stream: ctx.occurrence as u64,
     };
-    let ack = NetProxy::new(ctx.ports.netproxy)
+    let ack = NetProxy::new(ctx.endpoints.local_ports("a network fault")?.netproxy)
         .set(link, &request)
         .await?;
     let open = ack.open_connections;

@@ -20,7 +20,7 @@ pub async fn from_start(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         for (name, consumer) in consumers.iter_mut() {
             consumer.terminate(Duration::from_secs(20));
             let group = crate::consumer::group(name, ctx.names);
-            rewind(ctx.ports.broker, &group, &topics)?;
+            rewind(&ctx.endpoints.kafka, &group, &topics)?;
             consumer
                 .start()
                 .map_err(Error::io(format!("restart consumer {name}")))?;
@@ -36,9 +36,13 @@ pub async fn from_start(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
     ))
 }
 
-fn rewind(broker: u16, group: &str, topics: &[String]) -> Result<(), Error> {
-    let client: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+fn rewind(
+    kafka: &lossproof_runtime::profile::Kafka,
+    group: &str,
+    topics: &[String],
+) -> Result<(), Error> {
+    let client: BaseConsumer = kafka
+        .client_config()
         .set("group.id", group)
         .set("enable.auto.commit", "false")
         .create()

@@ -1,10 +1,11 @@
 //! The last step of a seed, on every path out of it: the connector, slot
-//! and publication removed, the topics and consumer groups deleted, the
+//! and publication removed, the topics, their schemas in the registry and
+//! the consumer groups deleted, the
 //! seed's source database and its namespaces dropped (both kept with
 //! `--keep` when the seed did not pass, for `lossproof reconcile --run`).
 
 use lossproof_runtime::debezium::{self, CaptureNames};
-use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
+use lossproof_runtime::{ConnectClient, Endpoints, Stack};
 
 use super::{Options, Verdict};
 use crate::error::Error;
@@ -18,21 +19,25 @@ pub(super) async fn cleanup(
     source: &tokio_postgres::Client,
     options: &Options,
     verdict: Verdict,
-    ports: Ports,
+    endpoints: &Endpoints,
 ) -> Vec<Error> {
-    let broker = ports.broker;
+    let kafka = &endpoints.kafka;
     let mut failed = Vec::new();
-    // Network faults first: a cut or a blackhole still acting would stall
-    // every step after it.
-    if let Err(e) = lossproof_runtime::NetProxy::new(ports.netproxy)
-        .clear_owner(&crate::fault::network::owner(names))
-        .await
-    {
-        failed.push(e.into());
-    }
-    // A `fill broker` still acting would fail every topic and group step.
-    if let Err(e) = lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await {
-        failed.push(e.into());
+    // Only on the local stack: network faults and `fill broker` act on it
+    // alone (an external profile refuses them before the run).
+    if let Ok(ports) = endpoints.local_ports("clean-up") {
+        // Network faults first: a cut or a blackhole still acting would
+        // stall every step after it.
+        if let Err(e) = lossproof_runtime::NetProxy::new(ports.netproxy)
+            .clear_owner(&crate::fault::network::owner(names))
+            .await
+        {
+            failed.push(e.into());
+        }
+        // A `fill broker` still acting would fail every topic and group step.
+        if let Err(e) = lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await {
+            failed.push(e.into());
+        }
     }
     // The connector is removed through Connect's REST API: a worker a fault
     // ended (`fill broker` can) is started again first, or it would bring
@@ -43,15 +48,21 @@ pub(super) async fn cleanup(
     if let Err(e) = debezium::remove(connect, names, source).await {
         failed.push(e.into());
     }
-    if let Err(e) = crate::workload::capture::delete_topics(broker, &names.topic_prefix).await {
+    if let Err(e) = crate::workload::capture::delete_topics(kafka, &names.topic_prefix).await {
         failed.push(e);
+    }
+    if let Err(e) =
+        lossproof_runtime::endpoints::delete_subjects(&endpoints.registry, &names.topic_prefix)
+            .await
+    {
+        failed.push(e.into());
     }
     let groups: Vec<String> = options
         .consumers
         .iter()
         .map(|c| crate::consumer::group(c, names))
         .collect();
-    if let Err(e) = crate::workload::capture::delete_groups(broker, &groups).await {
+    if let Err(e) = crate::workload::capture::delete_groups(kafka, &groups).await {
         failed.push(e);
     }
     if options.keep && verdict != Verdict::Pass {
@@ -59,11 +70,11 @@ pub(super) async fn cleanup(
     }
     if names.database != lossproof_runtime::stack::SOURCE_DATABASE
         && let Err(e) =
-            lossproof_runtime::postgres::drop_database(ports.source_postgres, &names.database).await
+            lossproof_runtime::postgres::drop_database(&endpoints.source, &names.database).await
     {
         failed.push(e.into());
     }
-    match Lake::open(stack.state().root()).await {
+    match endpoints.open_lake().await {
         Ok(lake) => {
             for consumer in &options.consumers {
                 let namespace = crate::consumer::namespace(consumer, names);

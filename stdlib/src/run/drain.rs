@@ -35,7 +35,7 @@ pub(super) async fn drain(
         ctx.names,
         ctx.source,
         final_lsn,
-        ctx.ports.broker,
+        &ctx.endpoints.kafka,
         positions,
         Some(lake),
         limit,

@@ -33,7 +33,7 @@ use lossproof_lang::Plan;
 use lossproof_lang::timeline::Occurrence;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::reconcile::{DiffRow, Summary};
-use lossproof_runtime::{ConnectClient, Lake, Stack};
+use lossproof_runtime::{ConnectClient, Stack};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -60,6 +60,9 @@ pub const FAILPOINT: &str = "LOSSPROOF_RUN_FAILPOINT";
 #[derive(Debug, Clone)]
 pub struct Options {
     pub state: PathBuf,
+    /// The external profile the run is on (`run --profile`), passed on to
+    /// the consumers and the compactor.
+    pub profile: Option<PathBuf>,
     /// The `lossproof` binary (runs the consumers).
     pub program: PathBuf,
     /// Consumers under test.
@@ -200,7 +203,28 @@ pub struct RunRecord {
     /// multiplied by this (`Plan::time_scaled`); 1 for a full run.
     #[serde(default = "full_time")]
     pub time_scale: f64,
+    /// Which stack the seeds ran on, and its components' versions.
+    #[serde(default)]
+    pub stack: StackRecord,
     pub results: Vec<SeedRecord>,
+}
+
+/// The stack a run ran on: `local` or the external profile's name, and
+/// each component's version as it reported it (docs/profiles.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StackRecord {
+    pub profile: String,
+    pub components: BTreeMap<String, String>,
+}
+
+/// A record from before runs named their stack ran on the local one.
+impl Default for StackRecord {
+    fn default() -> Self {
+        Self {
+            profile: "local".to_owned(),
+            components: BTreeMap::new(),
+        }
+    }
 }
 
 fn full_time() -> f64 {
@@ -267,6 +291,12 @@ impl RunRecord {
                 return Err(Error::Merge(format!(
                     "run {} ran at time scale {}, run {} at {}: their damage would not compare",
                     merged.run_id, merged.time_scale, record.run_id, record.time_scale
+                )));
+            }
+            if record.stack.profile != merged.stack.profile {
+                return Err(Error::Merge(format!(
+                    "run {} ran on stack {}, run {} on {}: their damage would not compare",
+                    merged.run_id, merged.stack.profile, record.run_id, record.stack.profile
                 )));
             }
             if record.consumers != merged.consumers {
@@ -367,23 +397,20 @@ async fn execute(
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<()> {
-    let ports = stack.ports()?;
+    let endpoints = stack.endpoints()?;
     // A database of the seed's own: seeds running at once (`--jobs`) each
     // have their tables, history and publication; dropped in clean-up.
     let names = CaptureNames::for_run(run).in_own_database();
-    lossproof_runtime::postgres::ensure_database(ports.source_postgres, &names.database).await?;
-    let source = match lossproof_runtime::postgres::connect(ports.source_postgres, &names.database)
-        .await
-    {
+    lossproof_runtime::postgres::ensure_database(&endpoints.source, &names.database).await?;
+    let source = match endpoints.source.connect(&names.database).await {
         Ok(source) => source,
         Err(e) => {
-            let _ =
-                lossproof_runtime::postgres::drop_database(ports.source_postgres, &names.database)
-                    .await;
+            let _ = lossproof_runtime::postgres::drop_database(&endpoints.source, &names.database)
+                .await;
             return Err(e.into());
         }
     };
-    let connect = ConnectClient::new(ports.connect);
+    let connect = ConnectClient::new(&endpoints.connect);
     // Whatever happens from here on (an error, INVALID, a failed fault, a
     // panic, SIGINT or SIGTERM), the seed's consumers stop (dropping the
     // body drops their process groups and aborts the workload) and its
@@ -416,7 +443,7 @@ async fn execute(
         &source,
         options,
         record.verdict,
-        ports,
+        &endpoints,
     )
     .await;
     for error in left {
@@ -443,7 +470,7 @@ async fn seed_body(
     let prepared =
         setup::setup(stack, plan, options, run, names, source, connect, progress).await?;
     let alive = Arc::new(());
-    let lake = Lake::open(stack.state().root()).await?;
+    let lake = prepared.endpoints.open_lake().await?;
     let races = std::sync::Mutex::new(BTreeMap::new());
     let mut ctx = Ctx {
         seed_alive: Arc::downgrade(&alive),
@@ -451,7 +478,7 @@ async fn seed_body(
         occurrence: 0,
         phase_end: Instant::now(),
         stack,
-        ports: prepared.ports,
+        endpoints: &prepared.endpoints,
         source,
         connect,
         names,
@@ -544,6 +571,7 @@ mod tests {
             seeds: seeds.to_vec(),
             consumers: vec!["careless".into()],
             time_scale: 1.0,
+            stack: StackRecord::default(),
             results: seeds.iter().map(|s| seed(*s, *s)).collect(),
         }
     }

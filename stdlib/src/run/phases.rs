@@ -25,7 +25,8 @@ pub(super) async fn phases(
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Duration> {
-    let (seed, ports) = (ctx.seed, ctx.ports);
+    let seed = ctx.seed;
+    let source = ctx.endpoints.source.clone();
     let database = ctx.names.database.clone();
     // Phases: the workload runs, faults fire at their offsets meanwhile.
     // Load phases continue the same streams (no key is inserted twice).
@@ -73,10 +74,9 @@ pub(super) async fn phases(
             (true, Some(mut streams)) => {
                 let plan = plan.workload.clone();
                 let database = database.clone();
+                let source = source.clone();
                 Some(workload::AbortOnDrop(tokio::spawn(async move {
-                    let report = streams
-                        .run(&plan, ports.source_postgres, &database, duration)
-                        .await;
+                    let report = streams.run(&plan, &source, &database, duration).await;
                     (streams, report)
                 })))
             }

@@ -13,7 +13,7 @@ use lossproof_lang::plan::SettingValue;
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::supervisor::Supervised;
-use lossproof_runtime::{ConnectClient, Ports, Stack};
+use lossproof_runtime::{ConnectClient, Endpoints, Stack};
 
 use super::Options;
 use crate::error::{Error, Result};
@@ -21,7 +21,7 @@ use crate::workload;
 
 /// What set-up made, for the steps after it.
 pub(super) struct Prepared {
-    pub ports: Ports,
+    pub endpoints: Endpoints,
     pub workload: &'static WorkloadSig,
     /// The connector's configuration (what `recreate connector` puts back).
     pub config: serde_json::Value,
@@ -47,7 +47,7 @@ pub(super) async fn setup(
     connect: &ConnectClient,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Prepared> {
-    let ports = stack.ports()?;
+    let endpoints = stack.endpoints()?;
     let orders = crate::workloads::find(&plan.workload.name).ok_or_else(|| {
         Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
     })?;
@@ -61,12 +61,14 @@ pub(super) async fn setup(
     // docs/run.md).
     stack.heal(&|line| progress(line)).await?;
     // A run killed during `fill broker` may have left the broker read-only.
-    lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await?;
+    if let Ok(ports) = endpoints.local_ports("the broker's storage") {
+        lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await?;
+    }
     progress("preparing: source tables, connector, consumers");
     let config = workload::capture(
         source,
         connect,
-        &ports,
+        &endpoints,
         names,
         orders,
         full,
@@ -106,7 +108,7 @@ pub(super) async fn setup(
         None
     };
     Ok(Prepared {
-        ports,
+        endpoints,
         workload: orders,
         config,
         logs,
@@ -152,7 +154,19 @@ fn compactor_args(
         args.push("--consumer".into());
         args.push(consumer.into());
     }
+    args.extend(profile_args(options));
     args
+}
+
+/// `--profile P` when the run is on an external profile: the child loads
+/// it (and reads its secrets from the environment or files) itself, so no
+/// secret is ever on a command line.
+fn profile_args(options: &Options) -> Vec<OsString> {
+    options
+        .profile
+        .iter()
+        .flat_map(|p| ["--profile".into(), p.clone().into_os_string()])
+        .collect()
 }
 
 /// `consumer KIND --run RUN --state STATE` plus the scenario's settings.
@@ -168,5 +182,6 @@ fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<O
     if let Some(program) = crate::consumers::program(kind) {
         args.extend((program.options)(plan));
     }
+    args.extend(profile_args(options));
     args
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::debezium::{self, CaptureNames, Encoding};
-use lossproof_runtime::{ConnectClient, Ports};
+use lossproof_runtime::profile::Kafka;
+use lossproof_runtime::{ConnectClient, Endpoints};
 
 use crate::error::{Error, Result};
 
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 pub async fn capture(
     source: &tokio_postgres::Client,
     connect: &ConnectClient,
-    ports: &Ports,
+    endpoints: &Endpoints,
     names: &CaptureNames,
     workload: &WorkloadSig,
     replica_identity_full: bool,
@@ -32,7 +33,7 @@ pub async fn capture(
         .await
         .map_err(Error::pg("create the source tables"))?;
     create_topics(
-        ports.broker,
+        &endpoints.kafka,
         &crate::consumer::topics(names, workload),
         partitions,
     )
@@ -43,16 +44,16 @@ pub async fn capture(
         .map(|t| format!("public.{}", t.name))
         .collect();
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let config = debezium::config(names, ports, &names.database, &tables, Encoding::Avro);
+    let config = debezium::config(names, endpoints, &names.database, &tables, Encoding::Avro);
     debezium::start(connect, names, &config, source, limit).await?;
     Ok(config)
 }
 
 /// Create `topics` with `partitions` partitions each (one replica); a topic
 /// that exists already is an error, since its partitions would be unknown.
-async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Result<()> {
+async fn create_topics(kafka: &Kafka, topics: &[String], partitions: i32) -> Result<()> {
     use rdkafka::admin::{NewTopic, TopicReplication};
-    let admin = admin(broker)?;
+    let admin = admin(kafka)?;
     let new: Vec<NewTopic> = topics
         .iter()
         .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
@@ -73,12 +74,12 @@ async fn create_topics(broker: u16, topics: &[String], partitions: i32) -> Resul
 }
 
 /// Delete the consumer groups `groups` (absent ones are no error).
-pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<()> {
+pub(crate) async fn delete_groups(kafka: &Kafka, groups: &[String]) -> Result<()> {
     if groups.is_empty() {
         return Ok(());
     }
     let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
-    admin(broker)?
+    admin(kafka)?
         .delete_groups(&refs, &options())
         .await
         .map_err(Error::kafka("delete consumer groups"))?;
@@ -86,8 +87,8 @@ pub(crate) async fn delete_groups(broker: u16, groups: &[String]) -> Result<()> 
 }
 
 /// Delete every topic whose name starts with `prefix.`.
-pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<()> {
-    let admin = admin(broker)?;
+pub(crate) async fn delete_topics(kafka: &Kafka, prefix: &str) -> Result<()> {
+    let admin = admin(kafka)?;
     let metadata = admin
         .inner()
         .fetch_metadata(None, Duration::from_secs(5))
@@ -111,10 +112,10 @@ pub(crate) async fn delete_topics(broker: u16, prefix: &str) -> Result<()> {
 
 type Admin = rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>;
 
-/// An admin client of the broker on `127.0.0.1:broker`.
-fn admin(broker: u16) -> Result<Admin> {
-    rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+/// An admin client of `kafka`.
+fn admin(kafka: &Kafka) -> Result<Admin> {
+    kafka
+        .client_config()
         .create()
         .map_err(Error::kafka("kafka admin"))
 }

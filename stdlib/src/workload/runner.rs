@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use lossproof_lang::plan::WorkloadPlan;
+use lossproof_runtime::profile::Source;
 use serde::Serialize;
 use tokio_postgres::Client;
 
@@ -47,7 +48,7 @@ fn mix(plan: &WorkloadPlan) -> [f64; 4] {
     ["insert", "update", "delete", "cascade"].map(|k| plan.mix.get(k).copied().unwrap_or(0.0))
 }
 
-/// Run `plan` with `seed` against database `database` on `127.0.0.1:port`
+/// Run `plan` with `seed` against database `database` on `source`
 /// for `duration` (one load phase; [`Streams`] for several).
 ///
 /// # Panics
@@ -56,12 +57,12 @@ fn mix(plan: &WorkloadPlan) -> [f64; 4] {
 pub async fn run(
     plan: &WorkloadPlan,
     seed: u64,
-    port: u16,
+    source: &Source,
     database: &str,
     duration: Duration,
 ) -> Result<WorkloadReport, tokio_postgres::Error> {
     Streams::new(plan, seed)
-        .run(plan, port, database, duration)
+        .run(plan, source, database, duration)
         .await
 }
 
@@ -101,7 +102,7 @@ impl Streams {
     pub async fn run(
         &mut self,
         plan: &WorkloadPlan,
-        port: u16,
+        source: &Source,
         database: &str,
         duration: Duration,
     ) -> Result<WorkloadReport, tokio_postgres::Error> {
@@ -113,11 +114,12 @@ impl Streams {
         let mut tasks = Vec::new();
         for (generator, done) in std::mem::take(&mut self.connections) {
             let database = database.to_owned();
+            let source = source.clone();
             tasks.push(AbortOnDrop(tokio::spawn(async move {
                 connection_loop(
                     generator,
                     done,
-                    port,
+                    &source,
                     database,
                     initial,
                     period,
@@ -154,9 +156,7 @@ impl Streams {
             digest = fnv1a(digest, &result.digest.to_le_bytes());
         }
         report.digest = format!("{digest:016x}");
-        let client = lossproof_runtime::postgres::connect(port, database)
-            .await
-            .map_err(as_pg)?;
+        let client = source.connect(database).await.map_err(as_pg)?;
         report.final_lsn = lossproof_runtime::debezium::current_lsn(&client)
             .await
             .map_err(as_pg)?;
@@ -175,15 +175,13 @@ fn as_pg(error: lossproof_runtime::Error) -> tokio_postgres::Error {
 async fn connection_loop(
     mut generator: Generator,
     mut done: u64,
-    port: u16,
+    source: &Source,
     database: String,
     initial_customers: u64,
     period: Duration,
     (started, deadline): (Instant, Instant),
 ) -> Result<(Generator, u64, ConnectionResult), tokio_postgres::Error> {
-    let mut client = lossproof_runtime::postgres::connect(port, &database)
-        .await
-        .map_err(as_pg)?;
+    let mut client = source.connect(&database).await.map_err(as_pg)?;
     let mut result = ConnectionResult {
         by_kind: BTreeMap::new(),
         ops: 0,
@@ -222,7 +220,7 @@ async fn connection_loop(
             result.failed += 1;
             if client.is_closed() {
                 // The server went away (a fault): reconnect, bounded by the run.
-                client = reconnect(port, &database, deadline).await?;
+                client = reconnect(source, &database, deadline).await?;
             }
         }
     }
@@ -230,13 +228,13 @@ async fn connection_loop(
 }
 
 async fn reconnect(
-    port: u16,
+    source: &Source,
     database: &str,
     deadline: Instant,
 ) -> Result<Client, tokio_postgres::Error> {
     let mut wait = Duration::from_millis(50);
     loop {
-        match lossproof_runtime::postgres::connect(port, database).await {
+        match source.connect(database).await {
             Ok(client) => return Ok(client),
             Err(e) if Instant::now() >= deadline => return Err(as_pg(e)),
             Err(_) => {

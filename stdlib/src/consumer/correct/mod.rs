@@ -53,8 +53,8 @@ const MAX_ATTEMPTS: u32 = 10;
 /// How the correct consumer runs.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub broker_port: u16,
-    pub registry_port: u16,
+    pub kafka: lossproof_runtime::profile::Kafka,
+    pub registry: lossproof_runtime::profile::Http,
     pub namespace: String,
     /// Table-name prefix inside the namespace (`--rebuild` writes `_lp_rebuild_*`).
     pub table_prefix: String,
@@ -187,11 +187,9 @@ pub async fn run(
         config.workload,
     )
     .await?;
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set(
-            "bootstrap.servers",
-            format!("127.0.0.1:{}", config.broker_port),
-        )
+    let consumer: StreamConsumer = config
+        .kafka
+        .client_config()
         .set("group.id", &config.group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -256,7 +254,7 @@ pub async fn run(
     let (events, mut fetched) = tokio::sync::mpsc::channel(2);
     let _fetch = crate::workload::AbortOnDrop(tokio::spawn(fetch(
         consumer.clone(),
-        Schemas::new(config.registry_port),
+        Schemas::new(&config.registry),
         (config.batch_max, config.linger),
         EndTracker(config.until_end.then_some(short_of_end)),
         stop.clone(),
