@@ -80,7 +80,10 @@ pub fn a_run_on_an_external_profile(team: &Path) {
         Stack::open(&state).unwrap().ports().is_err(),
         "no stack in the run's state"
     );
-    assert_eq!(processes_mentioning(&state), Vec::<String>::new());
+    assert_eq!(
+        crate::support::processes_mentioning(&state),
+        Vec::<String>::new()
+    );
     // Nothing of the seed is left on the team's components, nor in its lake.
     let run_id = record["run_id"].as_str().unwrap();
     assert_eq!(
@@ -193,21 +196,6 @@ fn files_under(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         out.extend(files_under(&entry.path()));
     }
     out
-}
-
-/// Command lines of live processes that name `path`.
-fn processes_mentioning(path: &Path) -> Vec<String> {
-    let needle = path.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            cmdline.contains(&needle).then_some(cmdline)
-        })
-        .collect()
 }
 
 /// The namespaces of the lake whose catalog and warehouse are in `lake`.

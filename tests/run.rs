@@ -54,18 +54,11 @@ fn run_with(
     (output.status.code(), text, record)
 }
 
-/// Pids of consumer processes started for the stack in `state`.
-fn consumers_of(state: &Path) -> Vec<i32> {
-    let needle = state.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            cmdline.contains("consumer careless") && cmdline.contains(&needle)
-        })
+/// Consumer processes started for the stack in `state`.
+fn consumers_of(state: &Path) -> Vec<String> {
+    crate::support::processes_mentioning(state)
+        .into_iter()
+        .filter(|cmdline| cmdline.contains("consumer careless"))
         .collect()
 }
 

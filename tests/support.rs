@@ -44,6 +44,21 @@ pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .expect("run lossproof")
 }
 
+/// Command lines of live processes that name `path`.
+pub fn processes_mentioning(path: &Path) -> Vec<String> {
+    let needle = path.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains(&needle).then_some(cmdline)
+        })
+        .collect()
+}
+
 /// Held by every test that starts a real stack, so two stacks (two JVMs,
 /// four PostgreSQL servers) never compete for the machine's cores at once.
 pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {

@@ -118,7 +118,9 @@ impl Lake {
             return Ok(Compacted::NothingToDo { data_files: 0 });
         };
         let sequence_number = snapshot.sequence_number();
-        let live = live_files(base).await.map_err(iceberg)?;
+        let live = collect_live_files(base, Some(self))
+            .await
+            .map_err(iceberg)?;
         let data_files_in = live
             .iter()
             .filter(|f| f.content == DataContentType::Data)
@@ -177,13 +179,21 @@ pub fn ident(namespace: &str, table: &str) -> TableIdent {
 
 /// Every live data and delete file of `table`'s current snapshot.
 pub async fn live_files(table: &Table) -> iceberg::Result<Vec<LiveFile>> {
+    collect_live_files(table, None).await
+}
+
+/// [`live_files`], reading manifests through `lake`'s cache when given.
+async fn collect_live_files(table: &Table, lake: Option<&Lake>) -> iceberg::Result<Vec<LiveFile>> {
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(Vec::new());
     };
     let list = table.manifest_list_reader(snapshot).load().await?;
     let mut out = Vec::new();
     for manifest_file in list.entries() {
-        let manifest = manifest_file.load_manifest(table.file_io()).await?;
+        let manifest = match lake {
+            Some(lake) => lake.manifest(table, manifest_file).await?,
+            None => std::sync::Arc::new(manifest_file.load_manifest(table.file_io()).await?),
+        };
         for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
             out.push(LiveFile {
                 path: entry.file_path().to_owned(),

@@ -76,6 +76,12 @@ pub enum MaintenanceError {
     },
     #[error("maintenance of {table}: {reason}")]
     Refused { table: TableIdent, reason: String },
+    /// Writers committed during every listing of the table's files: nothing
+    /// was deleted; a later run may find the table still.
+    #[error(
+        "maintenance of {table}: the table kept changing while its files were listed; try again"
+    )]
+    KeptChanging { table: TableIdent },
 }
 
 impl Lake {
@@ -156,7 +162,7 @@ impl Lake {
         // The head moves while we list: recompute until it held still.
         for _ in 0..5 {
             let table = self.catalog().load_table(ident).await.map_err(iceberg)?;
-            let referenced = referenced_files(&table).await.map_err(iceberg)?;
+            let referenced = referenced_files(self, &table).await.map_err(iceberg)?;
             let root = local_path(table.metadata().location()).ok_or_else(|| {
                 MaintenanceError::Refused {
                     table: ident.clone(),
@@ -204,9 +210,8 @@ impl Lake {
             }
             return Ok(report);
         }
-        Err(MaintenanceError::Refused {
+        Err(MaintenanceError::KeptChanging {
             table: ident.clone(),
-            reason: "the table kept changing while its files were listed; try again".to_owned(),
         })
     }
 }
@@ -273,7 +278,7 @@ fn ref_heads(table: &Table) -> iceberg::Result<HashSet<i64>> {
 }
 
 /// Every local file `table` references (see [`Lake::delete_orphan_files`]).
-async fn referenced_files(table: &Table) -> iceberg::Result<HashSet<PathBuf>> {
+async fn referenced_files(lake: &Lake, table: &Table) -> iceberg::Result<HashSet<PathBuf>> {
     let meta = table.metadata();
     let mut locations: Vec<String> = Vec::new();
     locations.push(table.metadata_location_result()?.to_owned());
@@ -292,7 +297,7 @@ async fn referenced_files(table: &Table) -> iceberg::Result<HashSet<PathBuf>> {
                 continue;
             }
             locations.push(manifest_file.manifest_path.clone());
-            let manifest = manifest_file.load_manifest(table.file_io()).await?;
+            let manifest = lake.manifest(table, manifest_file).await?;
             locations.extend(
                 manifest
                     .entries()

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use iceberg::{Catalog as _, NamespaceIdent, TableIdent};
 use lossproof_lang::plan::PlannedAction;
-use lossproof_runtime::lake::{CommitError, Compacted, Retain};
+use lossproof_runtime::lake::{CommitError, Compacted, MaintenanceError, Retain};
 use serde::{Deserialize, Serialize};
 
 use super::{Ctx, Fired, name_arg};
@@ -193,7 +193,7 @@ pub async fn expire(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
             .list_tables(&namespace)
             .await
             .map_err(Error::iceberg(format!("list the tables of {namespace:?}")))?;
-        let (mut expired, mut deleted, mut lost) = (0u64, 0u64, 0u64);
+        let (mut expired, mut deleted, mut lost, mut moving) = (0u64, 0u64, 0u64, 0u64);
         for ident in tables {
             if let Some(n) = expire_table(ctx, &ident).await? {
                 expired += n;
@@ -205,16 +205,30 @@ pub async fn expire(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
                 lost += 1;
                 tally(ctx, &consumer, |r| r.expiries_lost += 1);
             }
-            let orphans = ctx.lake.delete_orphan_files(&ident, ORPHAN_GRACE).await?;
+            let orphans = match ctx.lake.delete_orphan_files(&ident, ORPHAN_GRACE).await {
+                Ok(orphans) => orphans,
+                // The consumer committed during every listing: nothing
+                // deleted in this table, the others still tried.
+                Err(MaintenanceError::KeptChanging { .. }) => {
+                    moving += 1;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let n = orphans.deleted.len() as u64;
             deleted += n;
             tally(ctx, &consumer, |r| r.orphan_files_deleted += n);
         }
         acted |= expired > 0 || deleted > 0;
         lines.push(format!(
-            "{consumer}: {expired} snapshots expired, {deleted} unreferenced files deleted{}",
+            "{consumer}: {expired} snapshots expired, {deleted} unreferenced files deleted{}{}",
             if lost > 0 {
                 format!(", {lost} tables lost every try to the consumer's commits")
+            } else {
+                String::new()
+            },
+            if moving > 0 {
+                format!(", {moving} tables changed during every listing of their files (no file deleted there)")
             } else {
                 String::new()
             }
