@@ -267,3 +267,104 @@ fn urlencoding(subject: &str) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROFILE: &str = r#"
+name = "staging"
+
+[source]
+host = "pg.staging"
+port = 6432
+user = "lossproof"
+password = { env = "PG_PASSWORD" }
+connect_host = "pg.internal"
+
+[kafka]
+bootstrap = "k1:9092,k2:9092"
+properties = { "security.protocol" = "SASL_SSL", "sasl.mechanism" = "SCRAM-SHA-512" }
+secrets = { "sasl.password" = { env = "KAFKA_PASSWORD" } }
+
+[registry]
+url = "https://registry:8081"
+user = "reader"
+password = { env = "REGISTRY_PASSWORD" }
+
+[connect]
+url = "http://connect:8083"
+
+[lake]
+catalog = "sql"
+uri = "sqlite:///srv/lake/catalog.db"
+warehouse = "/srv/lake/warehouse"
+"#;
+
+    fn profile() -> Profile {
+        let env = |var: &str| Some(format!("{var}-hunter2"));
+        Profile::parse(Path::new("staging.toml"), PROFILE, &env).expect("profile")
+    }
+
+    /// On a profile every client reaches the team's addresses with its
+    /// credentials: the consumers the same Kafka as lossproof's own
+    /// clients (no proxy), Connect's workers the source as the profile says.
+    #[test]
+    fn a_profile_names_every_client_address() {
+        let e = Endpoints::external(&profile());
+        assert!(!e.is_local());
+        assert!(e.local_ports("a network fault").is_err());
+        assert_eq!(e.consumer_kafka.bootstrap, "k1:9092,k2:9092");
+        let config = e.consumer_kafka.client_config();
+        assert_eq!(config.get("bootstrap.servers"), Some("k1:9092,k2:9092"));
+        assert_eq!(config.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(config.get("sasl.password"), Some("KAFKA_PASSWORD-hunter2"));
+        assert_eq!(
+            (e.source.connect_host.as_str(), e.source.connect_port),
+            ("pg.internal", 6432)
+        );
+        assert_eq!(e.registry.url, "https://registry:8081");
+    }
+
+    /// The local stack: lossproof's own Kafka clients go straight to the
+    /// broker, the consumers and Connect through the fault proxy's links.
+    #[test]
+    fn the_local_stack_routes_the_pipeline_through_the_proxy() {
+        let ports = Ports {
+            source_postgres: 1,
+            broker_postgres: 2,
+            broker: 3,
+            registry: 4,
+            connect: 5,
+            netproxy: 6,
+            broker_link: 7,
+            source_link: 8,
+            registry_link: 9,
+        };
+        let e = Endpoints::local(ports, Path::new("/state"));
+        assert!(e.is_local());
+        assert_eq!(e.kafka.bootstrap, "127.0.0.1:3");
+        assert_eq!(e.consumer_kafka.bootstrap, "127.0.0.1:7");
+        assert_eq!(e.registry.url, "http://127.0.0.1:9");
+        assert_eq!(e.connect.url, "http://127.0.0.1:5");
+        assert_eq!((e.source.port, e.source.connect_port), (1, 8));
+        assert_eq!(e.local_ports("x").unwrap(), ports);
+    }
+
+    /// Whatever prints the endpoints (an error, a log line) shows no secret.
+    #[test]
+    fn printing_endpoints_shows_no_secret() {
+        let text = format!("{:?}", Endpoints::external(&profile()));
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("Secret(***)"), "{text}");
+    }
+
+    #[test]
+    fn subjects_are_one_path_segment() {
+        assert_eq!(
+            urlencoding("lp_run1s1.public.orders-value"),
+            "lp_run1s1.public.orders-value"
+        );
+        assert_eq!(urlencoding("a/b c"), "a%2Fb%20c");
+    }
+}
