@@ -272,38 +272,8 @@ fn urlencoding(subject: &str) -> String {
 mod tests {
     use super::*;
 
-    const PROFILE: &str = r#"
-name = "staging"
-
-[source]
-host = "pg.staging"
-port = 6432
-user = "lossproof"
-password = { env = "PG_PASSWORD" }
-connect_host = "pg.internal"
-
-[kafka]
-bootstrap = "k1:9092,k2:9092"
-properties = { "security.protocol" = "SASL_SSL", "sasl.mechanism" = "SCRAM-SHA-512" }
-secrets = { "sasl.password" = { env = "KAFKA_PASSWORD" } }
-
-[registry]
-url = "https://registry:8081"
-user = "reader"
-password = { env = "REGISTRY_PASSWORD" }
-
-[connect]
-url = "http://connect:8083"
-
-[lake]
-catalog = "sql"
-uri = "sqlite:///srv/lake/catalog.db"
-warehouse = "/srv/lake/warehouse"
-"#;
-
     fn profile() -> Profile {
-        let env = |var: &str| Some(format!("{var}-hunter2"));
-        Profile::parse(Path::new("staging.toml"), PROFILE, &env).expect("profile")
+        crate::profile::tests::parse(crate::profile::tests::FULL).expect("profile")
     }
 
     /// On a profile every client reaches the team's addresses with its
@@ -318,12 +288,17 @@ warehouse = "/srv/lake/warehouse"
         let config = e.consumer_kafka.client_config();
         assert_eq!(config.get("bootstrap.servers"), Some("k1:9092,k2:9092"));
         assert_eq!(config.get("security.protocol"), Some("SASL_SSL"));
-        assert_eq!(config.get("sasl.password"), Some("KAFKA_PASSWORD-hunter2"));
+        assert_eq!(config.get("sasl.password"), Some("kafka-hunter2"));
         assert_eq!(
-            (e.source.connect_host.as_str(), e.source.connect_port),
-            ("pg.internal", 6432)
+            (e.source.host.as_str(), e.source.user.as_str()),
+            ("pg.staging", "lossproof")
         );
-        assert_eq!(e.registry.url, "https://registry:8081");
+        assert_eq!(
+            e.source.password.as_ref().map(Secret::expose),
+            Some("pg-hunter2")
+        );
+        assert_eq!(e.registry.url, "http://registry:8081");
+        assert_eq!(e.connect.user.as_deref(), Some("admin"));
     }
 
     /// The local stack: lossproof's own Kafka clients go straight to the

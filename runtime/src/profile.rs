@@ -381,10 +381,11 @@ fn looks_secret(key: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const FULL: &str = r#"
+    /// A profile using every section (secrets from [`env`]).
+    pub(crate) const FULL: &str = r#"
 name = "staging"
 
 [source]
@@ -420,7 +421,7 @@ warehouse = "/srv/lake/warehouse"
         }
     }
 
-    fn parse(text: &str) -> Result<Profile, ProfileError> {
+    pub(crate) fn parse(text: &str) -> Result<Profile, ProfileError> {
         Profile::parse(Path::new("profiles/staging.toml"), text, &env)
     }
 
