@@ -33,6 +33,8 @@ pub struct Job<'a> {
 /// `job.every` until signalled; exit 1 if a compaction of the one round
 /// lost the race to a writer (nothing changed; run it again).
 pub fn compact(job: &Job<'_>) -> CliResult<bool> {
+    // A seed's child: it must not outlive the run that started it.
+    lossproof_runtime::supervisor::die_with_parent();
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
         let (_stack, endpoints) = crate::stack_cli::running(job.state, job.profile)?;

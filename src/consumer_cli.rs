@@ -23,6 +23,8 @@ pub struct Args<'a> {
 }
 
 pub fn careless(args: &Args<'_>) -> CliResult<bool> {
+    // A seed's child: it must not outlive the run that started it.
+    lossproof_runtime::supervisor::die_with_parent();
     let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);
@@ -98,6 +100,8 @@ pub struct CorrectArgs<'a> {
 pub const FATAL_EXIT: i32 = 3;
 
 pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
+    // A seed's child: it must not outlive the run that started it.
+    lossproof_runtime::supervisor::die_with_parent();
     let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let names = CaptureNames::for_run(args.run);

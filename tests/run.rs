@@ -192,6 +192,49 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     // Last: the Connect worker may not survive it (each seed's set-up
     // starts what is down again).
     fill_broker(&state);
+    // After everything: a SIGKILLed run cannot clean up the seed's topics,
+    // connector and database (they carry its run id), which the tests
+    // before would see.
+    a_killed_run_leaves_no_process(&state);
+}
+
+/// `lossproof run` SIGKILLed during a load phase (it cannot clean up): its
+/// consumers die with it, within seconds, instead of running on.
+fn a_killed_run_leaves_no_process(state: &Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args([
+            "run",
+            &input("interrupted.lp"),
+            "--seeds",
+            "6",
+            "--consumers",
+            "careless",
+        ])
+        .arg("--state")
+        .arg(state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while consumers_of(state).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its consumer"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !consumers_of(state).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "consumers outlived the SIGKILLed run: {:?}",
+            consumers_of(state)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// `fill broker`: while it acts the broker's storage refuses writes (a

@@ -1,7 +1,9 @@
 //! Supervised child processes of a run (the consumers under test): each in
 //! its own process group, its output appended to a log file, killable at any
 //! instant, and stopped — group-wide — when dropped, so nothing outlives the
-//! run (normal exit, error, panic or Ctrl-C unwinding through `run`).
+//! run (normal exit, error, panic or Ctrl-C unwinding through `run`). A run
+//! SIGKILLed cannot drop anything: its children then die with it through
+//! [`die_with_parent`].
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -11,6 +13,31 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+/// The environment variable through which a supervised child learns the
+/// pid of the process that started it (see [`die_with_parent`]).
+pub const PARENT_PID_VAR: &str = "LOSSPROOF_PARENT_PID";
+
+/// Called first by a program [`Supervised`] starts (the consumers, the
+/// compactor): when the process that started it dies — even SIGKILLed,
+/// with no chance to stop its children — the kernel SIGKILLs this one
+/// (`PR_SET_PDEATHSIG`). Without [`PARENT_PID_VAR`] (a program run by hand)
+/// nothing changes. If the parent is already gone when this runs (it died
+/// between starting the child and this call), the process exits at once.
+pub fn die_with_parent() {
+    let Some(parent) = std::env::var(PARENT_PID_VAR)
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    else {
+        return;
+    };
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err()
+        || nix::unistd::getppid().as_raw() != parent
+    {
+        eprintln!("the process that started this one is gone: exiting");
+        std::process::exit(2);
+    }
+}
 
 /// One supervised program.
 #[derive(Debug)]
@@ -52,6 +79,7 @@ impl Supervised {
         let child = Command::new(&self.program)
             .args(&self.args)
             .process_group(0)
+            .env(PARENT_PID_VAR, std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
