@@ -181,6 +181,21 @@ enum Command {
         #[arg(long, default_value_t = 60)]
         wait_s: u64,
     },
+    /// Remove what run RUN left on the stack (its seeds' connectors, slots,
+    /// publications, databases, topics, schemas, consumer groups and lake
+    /// namespaces, found by the run id's prefix): after a run killed with no
+    /// chance to clean up. Exit 1 if something could not be removed.
+    Clean {
+        /// The run id `lossproof run` printed ("run id …").
+        #[arg(long)]
+        run: String,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// An external stack profile (TOML, docs/profiles.md) instead of
+        /// the local stack in `--state`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
+    },
     /// Compact a run's lake tables (every live data and delete file of each
     /// into new data files, one replace commit under the base check): what
     /// `compact table T` does in a scenario. Exit 1 if a writer won the race.
@@ -488,6 +503,11 @@ fn main() -> ExitCode {
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
         }),
+        Command::Clean {
+            run,
+            state,
+            profile,
+        } => run_cli::clean(&run, &state, profile.as_deref()),
         Command::Compact {
             run,
             state,

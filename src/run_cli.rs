@@ -705,6 +705,23 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<b
     })
 }
 
+/// `lossproof clean --run RUN`: remove what run RUN's seeds left behind.
+pub fn clean(run_id: &str, state: &Path, profile: Option<&Path>) -> CliResult<bool> {
+    let (stack, _) = crate::stack_cli::running(state, profile)?;
+    let runtime = crate::stack_cli::runtime()?;
+    let (seeds, failed) = runtime.block_on(run::clean_run(&stack, run_id))?;
+    if seeds.is_empty() {
+        eprintln!("lossproof clean: nothing of run {run_id} is left");
+    }
+    for seed in &seeds {
+        eprintln!("lossproof clean: removed what seed run {seed} left");
+    }
+    for error in &failed {
+        eprintln!("lossproof clean: could not remove: {error}");
+    }
+    Ok(failed.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_seeds;

@@ -199,8 +199,13 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
 }
 
 /// `lossproof run` SIGKILLed during a load phase (it cannot clean up): its
-/// consumers die with it, within seconds, instead of running on.
+/// consumers die with it, within seconds, instead of running on; what the
+/// seed left on the stack carries the run id, and `lossproof clean --run`
+/// removes all of it (and, run again, finds nothing).
 fn a_killed_run_leaves_no_process(state: &Path) {
+    let runs_before: Vec<_> = std::fs::read_dir(state.join("runs"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
     let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
         .args([
             "run",
@@ -235,6 +240,25 @@ fn a_killed_run_leaves_no_process(state: &Path) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The seed's log folder, `runs/<run id>s6`, names the run.
+    let seed_run = std::fs::read_dir(state.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|name| !runs_before.contains(name))
+        .expect("the killed run's seed folder")
+        .into_string()
+        .unwrap();
+    let run_id = seed_run.strip_suffix("s6").expect("seed 6's folder");
+    assert!(
+        !leftovers(state, &seed_run).is_empty(),
+        "a SIGKILLed run cannot clean up"
+    );
+    let text = ok(&lossproof(state, &["clean", "--run", run_id]));
+    assert!(text.contains(&format!("seed run {seed_run}")), "{text}");
+    assert_eq!(leftovers(state, &seed_run), Vec::<String>::new(), "{text}");
+    let text = ok(&lossproof(state, &["clean", "--run", run_id]));
+    assert!(text.contains("nothing of run"), "{text}");
 }
 
 /// `fill broker`: while it acts the broker's storage refuses writes (a

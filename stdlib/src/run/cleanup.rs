@@ -5,20 +5,22 @@
 //! `--keep` when the seed did not pass, for `lossproof reconcile --run`).
 
 use lossproof_runtime::debezium::{self, CaptureNames};
+use std::collections::BTreeSet;
+
 use lossproof_runtime::{ConnectClient, Endpoints, Stack};
 
-use super::{Options, Verdict};
 use crate::error::Error;
 
-/// Remove what the seed created (the lake only when it is not kept); what
-/// could not be removed, for the log (each step is tried regardless).
+/// Remove what the seed created (its database and lake namespaces only
+/// with `drop_data`); what could not be removed, for the log (each step is
+/// tried regardless).
 pub(super) async fn cleanup(
     stack: &Stack,
     connect: &ConnectClient,
     names: &CaptureNames,
     source: &tokio_postgres::Client,
-    options: &Options,
-    verdict: Verdict,
+    consumers: &[String],
+    drop_data: bool,
     endpoints: &Endpoints,
 ) -> Vec<Error> {
     let kafka = &endpoints.kafka;
@@ -57,15 +59,14 @@ pub(super) async fn cleanup(
     {
         failed.push(e.into());
     }
-    let groups: Vec<String> = options
-        .consumers
+    let groups: Vec<String> = consumers
         .iter()
         .map(|c| crate::consumer::group(c, names))
         .collect();
     if let Err(e) = crate::workload::capture::delete_groups(kafka, &groups).await {
         failed.push(e);
     }
-    if options.keep && verdict != Verdict::Pass {
+    if !drop_data {
         return failed;
     }
     if names.database != lossproof_runtime::stack::SOURCE_DATABASE
@@ -76,7 +77,7 @@ pub(super) async fn cleanup(
     }
     match endpoints.open_lake().await {
         Ok(lake) => {
-            for consumer in &options.consumers {
+            for consumer in consumers {
                 let namespace = crate::consumer::namespace(consumer, names);
                 if let Err(e) = lake.drop_namespace(&namespace).await {
                     failed.push(Error::iceberg(format!("drop namespace {namespace}"))(e));
@@ -86,4 +87,71 @@ pub(super) async fn cleanup(
         Err(e) => failed.push(e.into()),
     }
     failed
+}
+
+/// Remove whatever the seeds of run `run_id` (the id `lossproof run`
+/// prints) left on the stack: what a run killed without a chance to clean
+/// up (SIGKILL) leaves. Seeds are found by their names' prefix
+/// (`lp_<run id>s<seed>`) among the source's databases and replication
+/// slots, Connect's connectors and Kafka's topics; each is cleaned up as a
+/// seed's own clean-up does, for every reference consumer. Returns the
+/// seeds found and what could not be removed. Nothing without the prefix
+/// is touched.
+pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<Error>), Error> {
+    let endpoints = stack.endpoints()?;
+    let id = CaptureNames::for_run(run_id).slot; // lp_<id>
+    let seed_prefix = format!("{id}s");
+    let mut seeds = BTreeSet::new();
+    let admin = endpoints.source.connect_admin().await?;
+    let rows = admin
+        .query(
+            "SELECT datname::text FROM pg_database WHERE starts_with(datname::text, $1) \
+             UNION SELECT slot_name::text FROM pg_replication_slots WHERE starts_with(slot_name::text, $1)",
+            &[&seed_prefix],
+        )
+        .await
+        .map_err(Error::pg("list the run's databases and slots"))?;
+    for row in rows {
+        let name: String = row.get(0);
+        seeds.insert(name["lp_".len()..].to_owned());
+    }
+    let connect = ConnectClient::new(&endpoints.connect);
+    for name in connect.names().await? {
+        if let Some(seed) = name
+            .strip_prefix("lp-")
+            .filter(|s| s.starts_with(&seed_prefix["lp_".len()..]))
+        {
+            seeds.insert(seed.to_owned());
+        }
+    }
+    for topic in crate::workload::capture::topic_names(&endpoints.kafka)? {
+        if topic.starts_with(&seed_prefix)
+            && let Some((prefix, _)) = topic.split_once('.')
+        {
+            seeds.insert(prefix["lp_".len()..].to_owned());
+        }
+    }
+    let consumers: Vec<String> = crate::consumers::PROGRAMS
+        .iter()
+        .map(|p| p.name.to_owned())
+        .collect();
+    let mut failed = Vec::new();
+    for seed in &seeds {
+        let names = CaptureNames::for_run(seed).in_own_database();
+        let exists =
+            lossproof_runtime::postgres::database_exists(&endpoints.source, &names.database)
+                .await?;
+        let source = if exists {
+            endpoints.source.connect(&names.database).await?
+        } else {
+            endpoints.source.connect_admin().await?
+        };
+        failed.extend(
+            cleanup(
+                stack, &connect, &names, &source, &consumers, true, &endpoints,
+            )
+            .await,
+        );
+    }
+    Ok((seeds.into_iter().collect(), failed))
 }

@@ -46,6 +46,7 @@ mod phases;
 mod score;
 mod setup;
 
+pub use cleanup::clean_run;
 pub use interrupt::{Interrupt, interrupt_on_signals, never_interrupted};
 pub use score::{assertion_tables, nothing_to_judge};
 
@@ -441,8 +442,9 @@ async fn execute(
         &connect,
         &names,
         &source,
-        options,
-        record.verdict,
+        &options.consumers,
+        // A seed that did not pass keeps its data with `--keep`.
+        !(options.keep && record.verdict != Verdict::Pass),
         &endpoints,
     )
     .await;

@@ -86,17 +86,24 @@ pub(crate) async fn delete_groups(kafka: &Kafka, groups: &[String]) -> Result<()
     Ok(())
 }
 
-/// Delete every topic whose name starts with `prefix.`.
-pub(crate) async fn delete_topics(kafka: &Kafka, prefix: &str) -> Result<()> {
-    let admin = admin(kafka)?;
-    let metadata = admin
+/// Every topic's name (a blocking metadata request, at most 5 s).
+pub(crate) fn topic_names(kafka: &Kafka) -> Result<Vec<String>> {
+    let metadata = admin(kafka)?
         .inner()
         .fetch_metadata(None, Duration::from_secs(5))
         .map_err(Error::kafka("list topics"))?;
-    let topics: Vec<String> = metadata
+    Ok(metadata
         .topics()
         .iter()
         .map(|t| t.name().to_owned())
+        .collect())
+}
+
+/// Delete every topic whose name starts with `prefix.`.
+pub(crate) async fn delete_topics(kafka: &Kafka, prefix: &str) -> Result<()> {
+    let admin = admin(kafka)?;
+    let topics: Vec<String> = topic_names(kafka)?
+        .into_iter()
         .filter(|t| t.starts_with(&format!("{prefix}.")))
         .collect();
     if topics.is_empty() {
