@@ -16,7 +16,7 @@ mod stack_cli;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "lossproof", version, about, long_about = None)]
@@ -122,12 +122,8 @@ enum Command {
         /// source database, connector, slot, topics, groups, namespaces).
         #[arg(long, value_name = "N", default_value_t = 1)]
         jobs: usize,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Consumers under test [default: the scenario's].
         #[arg(long, value_delimiter = ',')]
         consumers: Option<Vec<String>>,
@@ -165,12 +161,8 @@ enum Command {
         /// The run (its connector, topics and namespaces carry this id).
         #[arg(long)]
         run: String,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Consumers whose lakes to score.
         #[arg(long = "consumer", default_value = "careless")]
         consumers: Vec<String>,
@@ -189,12 +181,8 @@ enum Command {
         /// The run id `lossproof run` printed ("run id …").
         #[arg(long)]
         run: String,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
     },
     /// Compact a run's lake tables (every live data and delete file of each
     /// into new data files, one replace commit under the base check): what
@@ -205,12 +193,8 @@ enum Command {
         /// The run (its namespaces carry this id).
         #[arg(long)]
         run: String,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
         /// The table to compact (repeat for several); every table of each
         /// lake when none is given.
         #[arg(long = "table")]
@@ -307,6 +291,18 @@ impl OutputArgs {
     }
 }
 
+/// Where a command finds the stack: the local one `up` started in
+/// `--state`, or a team's own components named by `--profile`.
+#[derive(Args)]
+struct StackArgs {
+    #[arg(long, default_value = ".lossproof")]
+    state: PathBuf,
+    /// An external stack profile (TOML, docs/profiles.md) instead of the
+    /// local stack in `--state`.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum ConsumerKind {
     /// Auto-commits offsets on a timer, applies in arrival order, writes each
@@ -316,12 +312,8 @@ enum ConsumerKind {
         /// The run whose topics (`lp_<run>.public.<table>`) to consume.
         #[arg(long)]
         run: String,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Iceberg namespace for its tables [default: careless_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -347,12 +339,8 @@ enum ConsumerKind {
         /// The run whose topics (`lp_<run>.public.<table>`) to consume.
         #[arg(long)]
         run: String,
-        #[arg(long, default_value = ".lossproof")]
-        state: PathBuf,
-        /// An external stack profile (TOML, docs/profiles.md) instead of
-        /// the local stack in `--state`.
-        #[arg(long)]
-        profile: Option<PathBuf>,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Iceberg namespace for its tables [default: correct_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -416,8 +404,7 @@ fn main() -> ExitCode {
             kind:
                 ConsumerKind::Careless {
                     run,
-                    state,
-                    profile,
+                    stack,
                     namespace,
                     group,
                     batch,
@@ -425,8 +412,8 @@ fn main() -> ExitCode {
                     auto_commit_ms,
                 },
         } => consumer_cli::careless(&consumer_cli::Args {
-            state: &state,
-            profile: profile.as_deref(),
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             group: group.as_deref(),
@@ -438,8 +425,7 @@ fn main() -> ExitCode {
             kind:
                 ConsumerKind::Correct {
                     run,
-                    state,
-                    profile,
+                    stack,
                     namespace,
                     batch,
                     linger_ms,
@@ -447,8 +433,8 @@ fn main() -> ExitCode {
                     failpoint,
                 },
         } => consumer_cli::correct(&consumer_cli::CorrectArgs {
-            state: &state,
-            profile: profile.as_deref(),
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             batch_max: batch,
@@ -464,8 +450,7 @@ fn main() -> ExitCode {
             partition,
             time_scale,
             jobs,
-            state,
-            profile,
+            stack,
             consumers,
             keep,
             outputs,
@@ -475,8 +460,8 @@ fn main() -> ExitCode {
             partition: partition.as_deref(),
             time_scale,
             jobs,
-            state: &state,
-            profile: profile.as_deref(),
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
             consumers: consumers.as_deref(),
             keep,
             outputs: outputs.paths(),
@@ -490,35 +475,31 @@ fn main() -> ExitCode {
         } => run_cli::replay(&record, seed, &state, keep),
         Command::Reconcile {
             run,
-            state,
-            profile,
+            stack,
             consumers,
             out,
             wait_s,
         } => reconcile_cli::run(&reconcile_cli::Args {
-            state: &state,
-            profile: profile.as_deref(),
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
             run: &run,
             consumers: &consumers,
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
         }),
-        Command::Clean {
-            run,
-            state,
-            profile,
-        } => run_cli::clean(&run, &state, profile.as_deref()),
+        Command::Clean { run, stack } => {
+            run_cli::clean(&run, &stack.state, stack.profile.as_deref())
+        }
         Command::Compact {
             run,
-            state,
-            profile,
+            stack,
             tables,
             consumers,
             every_ms,
             record,
         } => compact_cli::compact(&compact_cli::Job {
-            state: &state,
-            profile: profile.as_deref(),
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
             run: &run,
             tables: &tables,
             consumers: &consumers,

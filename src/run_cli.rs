@@ -208,10 +208,9 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
     };
     announce(args, &plan, &seeds, &consumers, &run_id);
     let started = Instant::now();
-    let versions = std::sync::Mutex::new(std::collections::BTreeMap::new());
     let stack = Arc::new(stack);
     let plan = Arc::new(plan);
-    let results = runtime.block_on(async {
+    let (components, results) = runtime.block_on(async {
         if stack.profile().is_none() {
             stack
                 .up(&|line| eprintln!("  {line}"))
@@ -222,10 +221,8 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         for (component, version) in &components {
             eprintln!("  {component:<10} {version}");
         }
-        *versions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = components;
-        run_seeds(&stack, &plan, &Arc::new(options), &seeds, args.jobs).await
+        let results = run_seeds(&stack, &plan, &Arc::new(options), &seeds, args.jobs).await?;
+        CliResult::Ok((components, results))
     })?;
     let elapsed = started.elapsed().as_secs_f64();
     eprintln!(
@@ -252,9 +249,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             profile: stack
                 .profile()
                 .map_or_else(|| "local".to_owned(), |p| p.name.clone()),
-            components: versions
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            components,
         },
         results,
     };
