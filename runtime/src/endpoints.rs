@@ -52,15 +52,10 @@ impl Endpoints {
     #[must_use]
     pub fn local(ports: Ports, state_root: &Path) -> Self {
         let source = Source {
-            host: "127.0.0.1".into(),
-            port: ports.source_postgres,
-            user: LOCAL_USER.into(),
-            password: None,
-            database: "postgres".into(),
             // Debezium's connections go through the proxy's `postgres` link
             // (docs/network.md).
-            connect_host: "127.0.0.1".into(),
             connect_port: ports.source_link,
+            ..Source::local(ports.source_postgres)
         };
         Self {
             name: "local".into(),

@@ -4,9 +4,9 @@
 //! seed's source database and its namespaces dropped (both kept with
 //! `--keep` when the seed did not pass, for `lossproof reconcile --run`).
 
-use lossproof_runtime::debezium::{self, CaptureNames};
 use std::collections::BTreeSet;
 
+use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::{ConnectClient, Endpoints, Stack};
 
 use crate::error::Error;
@@ -99,43 +99,51 @@ pub(super) async fn cleanup(
 /// is touched.
 pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<Error>), Error> {
     let endpoints = stack.endpoints()?;
-    let id = CaptureNames::for_run(run_id).slot; // lp_<id>
-    let seed_prefix = format!("{id}s");
+    // A seed's names are the run's names with `s<seed>` after the id
+    // (`CaptureNames::for_run("<run id>s<seed>")`): what follows the run's
+    // own prefix plus `s` is the seed.
+    let run = CaptureNames::for_run(run_id);
+    let (slots, connectors, topics) = (
+        format!("{}s", run.slot),
+        format!("{}s", run.connector),
+        format!("{}s", run.topic_prefix),
+    );
     let mut seeds = BTreeSet::new();
     let admin = endpoints.source.connect_admin().await?;
+    // Seeds' databases are named like their slots (`in_own_database`).
     let rows = admin
         .query(
             "SELECT datname::text FROM pg_database WHERE starts_with(datname::text, $1) \
              UNION SELECT slot_name::text FROM pg_replication_slots WHERE starts_with(slot_name::text, $1)",
-            &[&seed_prefix],
+            &[&slots],
         )
         .await
         .map_err(Error::pg("list the run's databases and slots"))?;
     for row in rows {
         let name: String = row.get(0);
-        seeds.insert(name["lp_".len()..].to_owned());
+        seeds.extend(name.strip_prefix(&slots).map(str::to_owned));
     }
     let connect = ConnectClient::new(&endpoints.connect);
     for name in connect.names().await? {
-        if let Some(seed) = name
-            .strip_prefix("lp-")
-            .filter(|s| s.starts_with(&seed_prefix["lp_".len()..]))
-        {
-            seeds.insert(seed.to_owned());
-        }
+        seeds.extend(name.strip_prefix(&connectors).map(str::to_owned));
     }
     for topic in crate::workload::capture::topic_names(&endpoints.kafka)? {
-        if topic.starts_with(&seed_prefix)
-            && let Some((prefix, _)) = topic.split_once('.')
-        {
-            seeds.insert(prefix["lp_".len()..].to_owned());
-        }
+        seeds.extend(
+            topic
+                .strip_prefix(&topics)
+                .and_then(|rest| rest.split_once('.'))
+                .map(|(seed, _)| seed.to_owned()),
+        );
     }
     let consumers: Vec<String> = crate::consumers::PROGRAMS
         .iter()
         .map(|p| p.name.to_owned())
         .collect();
     let mut failed = Vec::new();
+    let seeds: Vec<String> = seeds
+        .into_iter()
+        .map(|seed| format!("{run_id}s{seed}"))
+        .collect();
     for seed in &seeds {
         let names = CaptureNames::for_run(seed).in_own_database();
         let exists =
@@ -153,5 +161,5 @@ pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<
             .await,
         );
     }
-    Ok((seeds.into_iter().collect(), failed))
+    Ok((seeds, failed))
 }
