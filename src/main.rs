@@ -7,6 +7,7 @@ mod consumer_cli;
 mod explain;
 mod fmt;
 mod lsp;
+mod nightly_cli;
 mod reconcile_cli;
 mod report_html;
 mod run_cli;
@@ -211,6 +212,33 @@ enum Command {
         /// is a compaction the process did not live to finish).
         #[arg(long)]
         record: Option<PathBuf>,
+    },
+    /// Run the nightly workflow on a run's lake: compact, reconcile, then
+    /// rebuild the dbt marts, as the Step Functions state machine in
+    /// terraform/nightly.asl.json executed on moto server (started for it).
+    /// The marts are rebuilt only after a clean reconcile. Exit 0 succeeded,
+    /// 1 failed (the alert says why), 2 could not run.
+    Nightly {
+        /// The run (its namespaces carry this id).
+        #[arg(long)]
+        run: String,
+        #[command(flatten)]
+        stack: StackArgs,
+        /// The consumer whose lake the marts are built from.
+        #[arg(long, default_value = "correct")]
+        consumer: String,
+        /// The dbt project that builds the marts.
+        #[arg(long, default_value = "dbt")]
+        dbt_project: PathBuf,
+        /// Where the marts live [default: <state>/marts/<run>].
+        #[arg(long)]
+        marts: Option<PathBuf>,
+        /// The whole workflow's time limit.
+        #[arg(long, default_value_t = 1800)]
+        timeout_s: u64,
+        /// Extra arguments for `dbt build` (after `--`), e.g. `-- --full-refresh`.
+        #[arg(last = true)]
+        dbt_args: Vec<String>,
     },
     /// Run the language server over stdio (for editors).
     Lsp {
@@ -486,6 +514,24 @@ fn main() -> ExitCode {
             consumers: &consumers,
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
+        }),
+        Command::Nightly {
+            run,
+            stack,
+            consumer,
+            dbt_project,
+            marts,
+            timeout_s,
+            dbt_args,
+        } => nightly_cli::run(&nightly_cli::Args {
+            state: &stack.state,
+            profile: stack.profile.as_deref(),
+            run: &run,
+            consumer: &consumer,
+            dbt_project: &dbt_project,
+            marts: marts.as_deref(),
+            dbt_extra: &dbt_args,
+            timeout: std::time::Duration::from_secs(timeout_s),
         }),
         Command::Clean { run, stack } => {
             run_cli::clean(&run, &stack.state, stack.profile.as_deref())

@@ -9,6 +9,7 @@ mod lake_layer;
 mod language;
 mod lsp;
 mod network;
+mod nightly;
 mod profile;
 mod properties;
 mod registry;

@@ -106,9 +106,17 @@ impl Endpoints {
 
     /// Open the lake the consumers write.
     pub async fn open_lake(&self) -> Result<Lake> {
+        let at = self.lake_location();
+        Lake::open_catalog(&at.catalog_db, &at.warehouse).await
+    }
+
+    /// Where the lake is: its sqlite catalog and its warehouse folder (for
+    /// readers other than lossproof: pyiceberg, dbt).
+    #[must_use]
+    pub fn lake_location(&self) -> LakeLocation {
         match &self.lake {
-            LakeAt::State(root) => Lake::open(root).await,
-            LakeAt::Catalog(at) => Lake::open_catalog(&at.catalog_db, &at.warehouse).await,
+            LakeAt::State(root) => Lake::location_in(root),
+            LakeAt::Catalog(at) => at.clone(),
         }
     }
 }

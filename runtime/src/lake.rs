@@ -97,8 +97,18 @@ impl Lake {
     /// sqlite file and the catalog's tables are created if missing
     /// (idempotent). Needs a tokio runtime.
     pub async fn open(state_root: &Path) -> Result<Self> {
+        let at = Self::location_in(state_root);
+        Self::open_catalog(&at.catalog_db, &at.warehouse).await
+    }
+
+    /// Where the lake of the state directory at `state_root` is.
+    #[must_use]
+    pub fn location_in(state_root: &Path) -> crate::profile::LakeLocation {
         let root = state_root.join(LAKE_DIR);
-        Self::open_catalog(&root.join("catalog.db"), &root.join("warehouse")).await
+        crate::profile::LakeLocation {
+            catalog_db: root.join("catalog.db"),
+            warehouse: root.join("warehouse"),
+        }
     }
 
     /// The lake whose Iceberg SQL catalog is the sqlite file `catalog_db`

@@ -22,6 +22,7 @@ pub mod error;
 pub mod health;
 pub mod lake;
 pub mod netproxy;
+pub mod nightly;
 pub mod ports;
 pub mod postgres;
 pub mod process;

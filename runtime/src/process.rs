@@ -99,20 +99,26 @@ impl ProcessRecord {
     /// Resident memory of every process in the group, in bytes.
     #[must_use]
     pub fn group_rss_bytes(&self) -> u64 {
-        let page = 4096;
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return 0;
-        };
-        entries
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| pgid(*pid) == Some(self.pid))
-            .filter_map(|pid| {
-                let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-                statm.split_whitespace().nth(1)?.parse::<u64>().ok()
-            })
-            .sum::<u64>()
-            * page
+        group_rss_bytes(self.pid)
     }
+}
+
+/// Resident memory of every process in process group `group`, in bytes.
+#[must_use]
+pub fn group_rss_bytes(group: i32) -> u64 {
+    let page = 4096;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| pgid(*pid) == Some(group))
+        .filter_map(|pid| {
+            let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+            statm.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum::<u64>()
+        * page
 }
 
 /// Whether `pid` is a running process (not gone, not a zombie).

@@ -46,6 +46,7 @@ pub struct Supervised {
     program: PathBuf,
     args: Vec<OsString>,
     log: PathBuf,
+    envs: Vec<(OsString, OsString)>,
     child: Option<Child>,
     paused: bool,
     /// Times it was started.
@@ -61,10 +62,25 @@ impl Supervised {
             program,
             args,
             log,
+            envs: Vec::new(),
             child: None,
             paused: false,
             starts: 0,
         }
+    }
+
+    /// Also set `key` to `value` in its environment.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Its process group's resident memory (0 when not running).
+    #[must_use]
+    pub fn rss_bytes(&self) -> u64 {
+        self.group()
+            .map_or(0, |group| crate::process::group_rss_bytes(group.as_raw()))
     }
 
     /// Start it (no-op if it is running).
@@ -80,6 +96,7 @@ impl Supervised {
             .args(&self.args)
             .process_group(0)
             .env(PARENT_PID_VAR, std::process::id().to_string())
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

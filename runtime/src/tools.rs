@@ -13,6 +13,10 @@ pub const POSTGRES_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// virtualenv: the Python side of the lake (and, later, dbt's).
 pub const PYICEBERG_VERSION: &str = "0.12.0";
 
+/// The nightly's virtualenv (dbt, moto server, boto3, python-hcl2); the
+/// key changes with its pins in `bootstrap.sh`.
+pub const NIGHTLY_VENV_KEY: &str = "1";
+
 /// The bootstrap script, shipped inside the binary so `lossproof up` works
 /// from anywhere.
 const BOOTSTRAP: &str = include_str!("../bootstrap.sh");
@@ -59,6 +63,12 @@ impl Tools {
         self.pyiceberg_venv().join("bin/python")
     }
 
+    /// The nightly's virtualenv: `bin/dbt`, `bin/python` with moto and boto3.
+    #[must_use]
+    pub fn nightly_venv(&self) -> PathBuf {
+        self.cache.join(format!("venv-nightly-{NIGHTLY_VENV_KEY}"))
+    }
+
     #[must_use]
     pub fn postgres(program: &str) -> PathBuf {
         PathBuf::from(POSTGRES_BIN).join(program)
@@ -72,6 +82,7 @@ impl Tools {
             && Self::postgres("initdb").is_file()
             // Written by the bootstrap once pyiceberg imports.
             && self.pyiceberg_venv().join(".complete").is_file()
+            && self.nightly_venv().join(".complete").is_file()
             && which("java")
     }
 

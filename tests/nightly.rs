@@ -1,0 +1,380 @@
+//! `lossproof nightly` on the real stack and a real moto server: the
+//! correct consumer's lake under a seeded workload, then the Step Functions
+//! workflow (terraform/nightly.asl.json) compact -> reconcile -> dbt marts:
+//!
+//! 1. on a clean lake it succeeds and builds both marts, whose Parquet
+//!    locations hold exactly the lake's figures; what it created on moto is
+//!    what terraform/ declares (names and definition);
+//! 2. after more load a second nightly rewrites only the mart rows that
+//!    changed (dbt incremental models; `built_by` is the dbt invocation);
+//! 3. two marts sharing a location fail their dbt tests (at BuildMarts);
+//! 4. after a source change the pipeline never saw, it fails at Reconcile,
+//!    the alert names the diff, and the marts keep their previous content.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use lossproof_runtime::Stack;
+use lossproof_runtime::nightly::{DEFINITION, Names, Report};
+use lossproof_runtime::tools::Tools;
+
+use crate::careless::{Consumer, Run};
+use crate::stack::{StackGuard, lossproof, ok};
+
+const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
+
+#[test]
+fn nightly_on_moto() {
+    let _serial = crate::support::heavy_test();
+    let state = std::env::temp_dir().join(format!("lossproof-nightly-{}", std::process::id()));
+    let _guard = StackGuard(state.clone());
+    ok(&lossproof(&state, &["up"]));
+    let ports = Stack::open(&state).unwrap().ports().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let run = Run::start(&state, ports, "nightly").await;
+        let mut consumer = Consumer::spawn_kind(&state, &run.id, "correct", QUICK);
+        let marts = state.join("marts-test");
+        let load = run.workload(21, Duration::from_secs(4)).await;
+        assert_eq!(load.failed, 0, "{load:?}");
+
+        // 1. A clean lake: SUCCEEDED, both marts built and equal to the lake.
+        let (output, first) = nightly(&state, &run.id, &marts, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert_eq!(first.status, "SUCCEEDED");
+        let states: Vec<&str> = first.attempts.iter().map(|a| a.state.as_str()).collect();
+        assert_eq!(states, ["Compact", "Reconcile", "BuildMarts"], "{first:?}");
+        let (orders, revenue) = source_orders(&run).await;
+        assert!(orders > 20, "the workload made orders: {orders}");
+        assert_marts_match(&marts, orders, &revenue).await;
+        terraform_declares_what_nightly_created(&first);
+        let first_build = invocation(&marts);
+
+        // 2. More load; the second nightly rewrites only what changed.
+        // Its generator starts again from the same keys: the inserts that
+        // collide with the first load's orders fail in the source (and change
+        // nothing); its updates and deletes change the first load's orders.
+        let load = run.workload(22, Duration::from_secs(2)).await;
+        assert!(load.ops > 2 * load.failed, "{load:?}");
+        let (output, second) = nightly(&state, &run.id, &marts, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert_eq!(second.status, "SUCCEEDED");
+        let (orders, revenue) = source_orders(&run).await;
+        assert_marts_match(&marts, orders, &revenue).await;
+        let second_build = invocation(&marts);
+        let by_build = rows_by_build(&marts.join("dim_order_status")).await;
+        let rewritten = by_build.get(&second_build).copied().unwrap_or(0);
+        let kept = by_build.get(&first_build).copied().unwrap_or(0);
+        assert!(
+            rewritten > 0 && kept > 0 && rewritten + kept == orders,
+            "the second build rewrote only the changed orders: {by_build:?} ({orders} orders)"
+        );
+
+        two_marts_in_one_location_fail(&state, &run, &marts);
+        an_unseen_change_fails_at_reconcile(&state, &run, &marts).await;
+
+        consumer.stop();
+        run.finish().await;
+    });
+    // moto server and the driver run as `python -c <script>`: their
+    // command lines hold the scripts' text.
+    for script in ["from moto.server import main", "import boto3"] {
+        assert_eq!(
+            crate::support::processes_mentioning(Path::new(script)),
+            Vec::<String>::new(),
+            "nothing of the nightly is left running"
+        );
+    }
+}
+
+/// Step 3: two marts in one location read each other's rows, the dbt
+/// tests comparing them with the lake fail, at BuildMarts.
+fn two_marts_in_one_location_fail(state: &Path, run: &Run, marts: &Path) {
+    let shared = format!(
+        "{{locations: {{dim_order_status: {}}}}}",
+        marts.join("customer_daily_revenue").display()
+    );
+    let (output, clash) = nightly(state, &run.id, marts, &["--vars", &shared]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(
+        clash.failed_state.as_deref(),
+        Some("BuildMarts"),
+        "{clash:?}"
+    );
+    let cause = clash.cause.clone().unwrap_or_default();
+    assert!(
+        cause.contains("FAIL") && cause.contains("customer_daily_revenue_matches_lake"),
+        "the dbt test comparing the mart with the lake fails: {cause}"
+    );
+    // Put the dimension back in its own location for what follows.
+    std::fs::remove_file(
+        marts
+            .join("customer_daily_revenue")
+            .join("dim_order_status_0.parquet"),
+    )
+    .unwrap();
+}
+
+/// Step 4: a source change the pipeline never saw fails at Reconcile, the
+/// alert names the diff, the marts are left as they were.
+async fn an_unseen_change_fails_at_reconcile(state: &Path, run: &Run, marts: &Path) {
+    let before = mart_files(marts);
+    plant_unseen_change(run).await;
+    let (output, failed) = nightly(state, &run.id, marts, &[]);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert_eq!(failed.status, "FAILED");
+    assert_eq!(
+        failed.failed_state.as_deref(),
+        Some("Reconcile"),
+        "{failed:?}"
+    );
+    assert_eq!(failed.error.as_deref(), Some("Diff"));
+    assert!(
+        failed.attempts.iter().all(|a| a.state != "BuildMarts"),
+        "{failed:?}"
+    );
+    let cause = failed.cause.clone().unwrap_or_default();
+    assert!(
+        cause.contains("correct") && cause.contains("orders"),
+        "the cause is the reconciler's summary: {cause}"
+    );
+    assert_eq!(failed.alerts.len(), 1, "{failed:?}");
+    assert_eq!(failed.alerts[0]["error"]["Error"], "Diff");
+    assert!(
+        failed.alerts[0]["error"]["Cause"]
+            .as_str()
+            .is_some_and(|c| c.contains("orders")),
+        "the alert says why: {:?}",
+        failed.alerts
+    );
+    assert!(shown.contains("FAILED at Reconcile"), "{shown}");
+    assert_eq!(mart_files(marts), before, "the marts were not touched");
+}
+
+/// `lossproof nightly` for `run`, its marts in `marts`, extra dbt arguments
+/// after `--`; its output and the report it wrote.
+fn nightly(state: &Path, run: &str, marts: &Path, dbt: &[&str]) -> (Output, Report) {
+    let mut args: Vec<&std::ffi::OsStr> = [
+        "nightly",
+        "--run",
+        run,
+        "--state",
+        state.to_str().unwrap(),
+        "--marts",
+        marts.to_str().unwrap(),
+        "--timeout-s",
+        "600",
+    ]
+    .into_iter()
+    .map(std::ffi::OsStr::new)
+    .collect();
+    if !dbt.is_empty() {
+        args.push("--".as_ref());
+        args.extend(dbt.iter().map(std::ffi::OsStr::new));
+    }
+    let output = crate::support::lossproof(&args);
+    let shown = text(&output);
+    let written = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("nightly names its report: {shown}"));
+    let report = serde_json::from_str(&std::fs::read_to_string(written).unwrap()).unwrap();
+    (output, report)
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The source's orders: how many, and their total amount (as text).
+async fn source_orders(run: &Run) -> (usize, String) {
+    let row = run
+        .source
+        .query_one(
+            "SELECT count(*), coalesce(sum(amount), 0)::text FROM orders",
+            &[],
+        )
+        .await
+        .unwrap();
+    (
+        usize::try_from(row.get::<_, i64>(0)).unwrap(),
+        row.get::<_, String>(1),
+    )
+}
+
+/// Each mart's location, read as its readers read it, against the source's
+/// orders (the lake reconciled, so the source's figures are the lake's).
+async fn assert_marts_match(marts: &Path, orders: usize, revenue: &str) {
+    let ctx = SessionContext::new();
+    for mart in ["dim_order_status", "customer_daily_revenue"] {
+        ctx.register_parquet(
+            mart,
+            marts.join(mart).to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let one = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            datafusion::arrow::util::display::array_value_to_string(batches[0].column(0), 0)
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        one("SELECT count(*) FROM dim_order_status").await,
+        orders.to_string()
+    );
+    assert_eq!(
+        one("SELECT CAST(sum(orders) AS BIGINT) FROM customer_daily_revenue").await,
+        orders.to_string()
+    );
+    assert_eq!(
+        one("SELECT CAST(sum(revenue) AS VARCHAR) FROM customer_daily_revenue").await,
+        revenue
+    );
+}
+
+/// Rows of the mart at `location` per dbt invocation that last wrote them.
+async fn rows_by_build(location: &Path) -> std::collections::BTreeMap<String, usize> {
+    let ctx = SessionContext::new();
+    ctx.register_parquet(
+        "mart",
+        location.to_str().unwrap(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
+    let batches = ctx
+        .sql("SELECT built_by, CAST(count(*) AS BIGINT) FROM mart GROUP BY built_by")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut rows = std::collections::BTreeMap::new();
+    for batch in &batches {
+        for i in 0..batch.num_rows() {
+            let build = datafusion::arrow::util::display::array_value_to_string(batch.column(0), i)
+                .unwrap();
+            let count = datafusion::arrow::util::display::array_value_to_string(batch.column(1), i)
+                .unwrap();
+            rows.insert(build, count.parse().unwrap());
+        }
+    }
+    rows
+}
+
+/// The dbt invocation of the last build (dbt's own run record).
+fn invocation(marts: &Path) -> String {
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(marts.join("target/run_results.json")).unwrap(),
+    )
+    .unwrap();
+    results["metadata"]["invocation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Every Parquet file of the marts with its bytes.
+fn mart_files(marts: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for mart in ["dim_order_status", "customer_daily_revenue"] {
+        for entry in std::fs::read_dir(marts.join(mart)).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            files.push((path, bytes));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Change an order in the source while its table is out of the run's
+/// publication: a change logical decoding never sends, so the lake cannot
+/// have it.
+async fn plant_unseen_change(run: &Run) {
+    let publication = &run.names.publication;
+    run.source
+        .batch_execute(&format!(
+            "ALTER PUBLICATION {publication} DROP TABLE orders;
+             UPDATE orders SET status = 'planted' WHERE order_id = (SELECT min(order_id) FROM orders);
+             ALTER PUBLICATION {publication} ADD TABLE orders;"
+        ))
+        .await
+        .unwrap();
+}
+
+/// What terraform/ declares (read by terraform/declared.py with python-hcl2)
+/// is what the nightly created on moto: the queues, the state machine, and
+/// its definition, which is terraform/nightly.asl.json with the queue URLs.
+fn terraform_declares_what_nightly_created(report: &Report) {
+    let python = Tools::from_env().nightly_venv().join("bin/python");
+    let root = crate::support::root();
+    let output = std::process::Command::new(python)
+        .arg(root.join("terraform/declared.py"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let declared: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names = Names::with_prefix(lossproof_runtime::nightly::DEFAULT_PREFIX);
+    let mut queues = vec![names.alerts_queue.clone(), names.tasks_queue.clone()];
+    queues.sort();
+    assert_eq!(declared["queues"], serde_json::json!(queues));
+    assert_eq!(report.resources.queues, queues, "created on moto");
+    let machine = &declared["state_machines"][0];
+    assert_eq!(machine["name"], names.state_machine.as_str());
+    assert_eq!(
+        machine["placeholders"],
+        serde_json::json!(["alerts_queue_url", "tasks_queue_url"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(
+            root.join("terraform")
+                .join(machine["definition_file"].as_str().unwrap())
+        )
+        .unwrap(),
+        DEFINITION,
+        "Terraform deploys the definition the runtime embeds"
+    );
+    let created = &report.resources.state_machines;
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(created[0].name, names.state_machine);
+    // moto's copy: the same document, the URLs of the queues it made.
+    let definition: serde_json::Value = serde_json::from_str(&created[0].definition).unwrap();
+    let compact = &definition["States"]["Compact"]["Parameters"]["QueueUrl"];
+    let alert = &definition["States"]["Alert"]["Parameters"]["QueueUrl"];
+    assert!(
+        compact.as_str().unwrap().ends_with(&names.tasks_queue),
+        "{compact}"
+    );
+    assert!(
+        alert.as_str().unwrap().ends_with(&names.alerts_queue),
+        "{alert}"
+    );
+    let filled = DEFINITION
+        .replace("${tasks_queue_url}", compact.as_str().unwrap())
+        .replace("${alerts_queue_url}", alert.as_str().unwrap());
+    assert_eq!(
+        definition,
+        serde_json::from_str::<serde_json::Value>(&filled).unwrap()
+    );
+}
