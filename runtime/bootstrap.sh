@@ -155,7 +155,7 @@ PY
 fi
 
 if has nightly; then
-  step "virtualenv for the nightly: dbt-core 1.11, dbt-duckdb, moto server, boto3 (~2-3 min, ~600 MB)"
+  step "virtualenv for the nightly: dbt-core 1.11, dbt-duckdb, moto server, boto3 (~1-2 min, ~720 MB)"
   rm -rf "$NIGHTLY_VENV"
   python3 -m venv "$NIGHTLY_VENV"
   timeout 1200 "$NIGHTLY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \

@@ -227,8 +227,8 @@ enum Command {
         /// The consumer whose lake the marts are built from.
         #[arg(long, default_value = "correct")]
         consumer: String,
-        /// The dbt project that builds the marts.
-        #[arg(long, default_value = "dbt")]
+        /// The dbt project that builds the marts (the checkout's `dbt/`).
+        #[arg(long, env = "LOSSPROOF_DBT_PROJECT", default_value = "dbt")]
         dbt_project: PathBuf,
         /// Where the marts live [default: <state>/marts/<run>].
         #[arg(long)]

@@ -30,6 +30,8 @@ pub struct Args<'a> {
 }
 
 pub fn run(args: &Args<'_>) -> CliResult<bool> {
+    // Run by a seed's `run nightly`: it must not outlive that run.
+    lossproof_runtime::supervisor::die_with_parent();
     let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let tools = Tools::from_env();
     let paths = Paths::resolve(args, &endpoints)?;

@@ -116,6 +116,11 @@ pub const FAULTS: &[FaultSig] = &[
         summary: "Expire old Iceberg snapshots in every lake and delete the files no snapshot references.",
     },
     FaultSig {
+        name: "run-nightly",
+        pattern: "run nightly",
+        summary: "Run the nightly workflow on the correct consumer's lake: compact, reconcile, then rebuild the dbt marts, as Step Functions on moto server; the marts are rebuilt only after a clean reconcile. Its outcome (SUCCEEDED, or FAILED at a state with the error) is in the faults table.",
+    },
+    FaultSig {
         name: "fill-broker",
         pattern: "fill broker [for {length:duration}]",
         summary: "Make the broker's storage refuse every write, as a full disk does (reads still work), for the given time or to the end of the block.",

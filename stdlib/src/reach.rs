@@ -55,6 +55,7 @@ pub const NEEDS: &[(&str, Needs)] = &[
     ("fill-broker", Needs::BrokerStorage),
     ("compact-table", Needs::Interfaces),
     ("expire-snapshots", Needs::Interfaces),
+    ("run-nightly", Needs::Interfaces),
 ];
 
 /// Which stack a scenario runs on.

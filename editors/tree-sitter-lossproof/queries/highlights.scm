@@ -93,7 +93,7 @@
   (#any-of? @function.builtin
     "kill" "stop" "pause" "resume" "restart" "alter" "redeliver" "duplicate"
     "recreate" "drop" "delay" "limit" "cut" "reset" "blackhole" "inject"
-    "compact" "expire" "fill"))
+    "compact" "expire" "run" "fill"))
 
 ; targets
 ((identifier) @type
@@ -131,7 +131,7 @@
   (#any-of? @keyword.operator
     "table" "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
     "jitter" "for" "kilobytes" "per" "second" "close" "junk" "into" "topic"
-    "messages" "snapshots"))
+    "messages" "snapshots" "nightly"))
 
 ; units
 ((unit) @number.unit

@@ -28,7 +28,7 @@ syntax keyword lpKeyword scenario workload consumers set include fragment use un
 syntax keyword lpKeyword within between and at every times randomly with chance assert expect true
 syntax keyword lpKeyword empty
 syntax keyword lpFault kill stop pause resume restart alter redeliver duplicate recreate drop delay
-syntax keyword lpFault limit cut reset blackhole inject compact expire fill
+syntax keyword lpFault limit cut reset blackhole inject compact expire run fill
 syntax keyword lpTarget consumer connect connector broker postgres registry compactor
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
@@ -37,7 +37,7 @@ syntax keyword lpSetting consumer_batch autocommit_interval replica_identity com
 syntax keyword lpSetting partitions
 syntax keyword lpShorthand clean damaged most wrong rows fault fired
 syntax keyword lpFaultWord table widen add column rename to from start slot network jitter for
-syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots
+syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots nightly
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 

@@ -14,6 +14,7 @@ mod duplicate;
 mod junk;
 pub mod maintenance;
 pub mod network;
+pub mod nightly;
 pub(crate) mod process;
 mod redeliver;
 
@@ -60,6 +61,9 @@ pub struct Ctx<'a> {
     pub lake: &'a lossproof_runtime::Lake,
     /// The maintenance commits' races, per consumer lake (into the record).
     pub races: &'a std::sync::Mutex<BTreeMap<String, maintenance::Races>>,
+    /// The external profile's file when the run is on one (children such
+    /// as the nightly load it themselves).
+    pub profile: Option<&'a std::path::Path>,
 }
 
 /// How long a fault acts once fired: what the executor records as its end
@@ -203,6 +207,11 @@ pub const REGISTRY: &[(&str, FaultFn, Lasts)] = &[
     (
         "expire-snapshots",
         |c, a| Box::pin(maintenance::expire(c, a)),
+        Lasts::Instant,
+    ),
+    (
+        "run-nightly",
+        |c, a| Box::pin(nightly::run(c, a)),
         Lasts::Instant,
     ),
     (

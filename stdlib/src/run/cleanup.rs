@@ -86,6 +86,15 @@ pub(super) async fn cleanup(
         }
         Err(e) => failed.push(e.into()),
     }
+    let marts = crate::fault::nightly::marts_dir(stack.state().root(), names);
+    if marts.exists()
+        && let Err(source) = std::fs::remove_dir_all(&marts)
+    {
+        failed.push(Error::Io {
+            what: format!("remove the seed's marts {}", marts.display()),
+            source,
+        });
+    }
     failed
 }
 

@@ -491,6 +491,7 @@ async fn seed_body(
         acts_for: None,
         lake: &lake,
         races: &races,
+        profile: options.profile.as_deref(),
     };
     let positions = crate::consumer::positions(&options.consumers, names, prepared.workload);
 

@@ -95,7 +95,7 @@
   (#any-of? @function.builtin
     "kill" "stop" "pause" "resume" "restart" "alter" "redeliver" "duplicate"
     "recreate" "drop" "delay" "limit" "cut" "reset" "blackhole" "inject"
-    "compact" "expire" "fill"))
+    "compact" "expire" "run" "fill"))
 
 ; targets
 ((identifier) @type
@@ -133,7 +133,7 @@
   (#any-of? @keyword.operator
     "table" "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
     "jitter" "for" "kilobytes" "per" "second" "close" "junk" "into" "topic"
-    "messages" "snapshots"))
+    "messages" "snapshots" "nightly"))
 
 ; units
 ((unit) @constant.numeric.unit

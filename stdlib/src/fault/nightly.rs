@@ -1,0 +1,115 @@
+//! `run nightly`: the nightly workflow (compact -> reconcile -> dbt marts,
+//! Step Functions on moto server) on the seed's correct-consumer lake, run
+//! as `lossproof nightly` (src/nightly_cli.rs) so a scenario and a person at
+//! a terminal run exactly the same thing. Meant for a quiet phase: its
+//! Reconcile waits for the pipeline to drain, and load that never stops
+//! makes it INVALID.
+//!
+//! It fired when the workflow ran to an end, whichever: its outcome is
+//! `nightly SUCCEEDED: ...` or `nightly FAILED at <state> (<error>): ...`,
+//! which assertions read from the `faults` table.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use lossproof_lang::plan::PlannedAction;
+use lossproof_runtime::debezium::CaptureNames;
+use lossproof_runtime::nightly::Report;
+
+use super::{Ctx, Fired};
+use crate::error::Error;
+
+/// The workflow's own bound (`nightly --timeout-s`); the process gets a
+/// minute more to report.
+const WORKFLOW_LIMIT: Duration = Duration::from_mins(10);
+
+pub async fn run(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
+    if !ctx.consumers.lock().await.contains_key("correct") {
+        return Err(Error::NotFired(
+            "the nightly builds its marts from the correct consumer's lake, and this run has no `correct` consumer".to_owned(),
+        ));
+    }
+    let run = run_id(ctx.names);
+    let state = ctx.stack.state().root();
+    let marts = marts_dir(state, ctx.names);
+    let exe = std::env::current_exe().map_err(|source| Error::Io {
+        what: "find the lossproof binary".to_owned(),
+        source,
+    })?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .args(["nightly", "--run", run, "--consumer", "correct", "--state"])
+        .arg(state)
+        .arg("--marts")
+        .arg(&marts)
+        .args(["--timeout-s", &WORKFLOW_LIMIT.as_secs().to_string()])
+        .env(
+            lossproof_runtime::supervisor::PARENT_PID_VAR,
+            std::process::id().to_string(),
+        )
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    if let Some(profile) = ctx.profile {
+        command.arg("--profile").arg(profile);
+    }
+    let output = tokio::time::timeout(WORKFLOW_LIMIT + Duration::from_mins(1), command.output())
+        .await
+        .map_err(|_| {
+            Error::NotFired(format!(
+                "`lossproof nightly` did not end within {} s",
+                WORKFLOW_LIMIT.as_secs() + 60
+            ))
+        })?
+        .map_err(|source| Error::Io {
+            what: "run `lossproof nightly`".to_owned(),
+            source,
+        })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let Some(written) = stdout.lines().find_map(|l| l.strip_prefix("report: ")) else {
+        // Exit 2: it could not run (no moto, no dbt project, a stack error).
+        return Err(Error::NotFired(format!(
+            "`lossproof nightly` could not run: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    };
+    let report: Report = std::fs::read_to_string(written)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .ok_or_else(|| Error::NotFired(format!("the nightly's report {written} is unreadable")))?;
+    Ok(outcome(&report))
+}
+
+/// The id `lossproof nightly --run` takes for the seed named `names`: it
+/// names everything as `CaptureNames::for_run(id)` does, and the seed's
+/// topic prefix without its `lp_` is such an id.
+fn run_id(names: &CaptureNames) -> &str {
+    let prefix = &names.topic_prefix;
+    prefix.strip_prefix("lp_").unwrap_or(prefix)
+}
+
+/// Where a seed's `run nightly` keeps its marts (removed with the seed's
+/// data).
+#[must_use]
+pub fn marts_dir(state_root: &Path, names: &CaptureNames) -> PathBuf {
+    state_root.join("marts").join(run_id(names))
+}
+
+/// One line: the status, the failed state and error, each attempt.
+#[must_use]
+pub fn outcome(report: &Report) -> String {
+    let steps: Vec<String> = report
+        .attempts
+        .iter()
+        .map(|a| format!("{} {}", a.state, a.error.as_deref().unwrap_or("ok")))
+        .collect();
+    match report.failed_state.as_deref() {
+        Some(state) => format!(
+            "nightly {} at {state} ({}): {}",
+            report.status,
+            report.error.as_deref().unwrap_or("no error given"),
+            steps.join(", ")
+        ),
+        None => format!("nightly {}: {}", report.status, steps.join(", ")),
+    }
+}
