@@ -57,6 +57,10 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         &paths.environment(),
         &logs.join("nightly.log"),
     )?;
+    println!(
+        "moto server after the workflow: {} MB resident",
+        moto.rss_bytes() / 1_000_000
+    );
     let written = paths.marts.join(format!("{execution}.json"));
     std::fs::write(
         &written,
