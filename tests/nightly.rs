@@ -10,6 +10,11 @@
 //! 3. two marts sharing a location fail their dbt tests (at BuildMarts);
 //! 4. after a source change the pipeline never saw, it fails at Reconcile,
 //!    the alert names the diff, and the marts keep their previous content.
+//!
+//! And the workflow alone on moto, with tasks the test scripts: a
+//! `Transient` failure is run again, a failure's cause reaches the alert
+//! (through lossproof's fix of moto's SendTaskFailure), BuildMarts never
+//! runs after a failed Reconcile.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -17,7 +22,7 @@ use std::time::Duration;
 
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use lossproof_runtime::Stack;
-use lossproof_runtime::nightly::{DEFINITION, Names, Report};
+use lossproof_runtime::nightly::{DEFINITION, Job, Moto, Names, Report, Task};
 use lossproof_runtime::tools::Tools;
 
 use crate::careless::{Consumer, Run};
@@ -377,4 +382,93 @@ fn terraform_declares_what_nightly_created(report: &Report) {
         definition,
         serde_json::from_str::<serde_json::Value>(&filled).unwrap()
     );
+}
+
+/// The workflow itself, on moto, with tasks whose outcome the test decides
+/// (no stack): a task that loses a race once (`Transient`) is run again and
+/// the workflow goes on; a failed Reconcile goes to Alert, whose SQS message
+/// and the execution's failure carry the task's own words, and BuildMarts
+/// never runs.
+#[test]
+fn the_workflow_retries_transient_failures_and_alerts_with_the_cause() {
+    let tools = Tools::from_env();
+    let dir = tempfile::tempdir().unwrap();
+    let moto = Moto::start(&tools, &dir.path().join("moto.log"), Duration::from_mins(1)).unwrap();
+    let once = dir.path().join("lost-once");
+    let task = |state: &'static str, script: String, errors: &[(i32, &str)]| {
+        Task::new(state, vec!["sh".into(), "-c".into(), script], errors)
+    };
+    let job = |reconcile_exit: i32| {
+        let mut job = Job::on_emulator(
+            moto.endpoint(),
+            lossproof_runtime::nightly::execution_name("workflow-test"),
+            "workflow-test",
+            Duration::from_mins(2),
+        );
+        job.tasks = [
+            (
+                "compact",
+                task(
+                    "Compact",
+                    format!(
+                        "test -f {0} && exit 0; touch {0}; echo lost the race; exit 1",
+                        once.display()
+                    ),
+                    &[(1, "Transient")],
+                ),
+            ),
+            (
+                "reconcile",
+                task(
+                    "Reconcile",
+                    format!("echo 'correct    orders    wrong 3'; exit {reconcile_exit}"),
+                    &[(1, "Diff"), (2, "Invalid")],
+                ),
+            ),
+            ("build_marts", task("BuildMarts", "echo built".into(), &[])),
+        ]
+        .into_iter()
+        .map(|(name, task)| (name.to_owned(), task))
+        .collect();
+        job
+    };
+    let env = [
+        ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), "test".to_owned()),
+    ];
+    let log = dir.path().join("driver.log");
+
+    let report = lossproof_runtime::nightly::drive(&tools, &job(0), &env, &log).unwrap();
+    assert_eq!(report.status, "SUCCEEDED", "{report:?}");
+    let runs: Vec<(&str, Option<&str>)> = report
+        .attempts
+        .iter()
+        .map(|a| (a.state.as_str(), a.error.as_deref()))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("Compact", Some("Transient")),
+            ("Compact", None),
+            ("Reconcile", None),
+            ("BuildMarts", None)
+        ]
+    );
+    assert!(report.alerts.is_empty(), "{report:?}");
+
+    let report = lossproof_runtime::nightly::drive(&tools, &job(1), &env, &log).unwrap();
+    assert_eq!(report.status, "FAILED", "{report:?}");
+    assert_eq!(report.failed_state.as_deref(), Some("Reconcile"));
+    assert_eq!(report.error.as_deref(), Some("Diff"));
+    // moto drops a failure's cause unless lossproof's wrapper passes it on.
+    assert_eq!(
+        report.cause.as_deref(),
+        Some("correct    orders    wrong 3\n")
+    );
+    assert_eq!(report.alerts.len(), 1, "{report:?}");
+    assert_eq!(
+        report.alerts[0]["error"]["Cause"],
+        "correct    orders    wrong 3\n"
+    );
+    assert!(report.attempts.iter().all(|a| a.state != "BuildMarts"));
 }
