@@ -6,7 +6,8 @@
 //!    locations hold exactly the lake's figures; what it created on moto is
 //!    what terraform/ declares (names and definition);
 //! 2. after more load a second nightly rewrites only the mart rows that
-//!    changed (dbt incremental models; `built_by` is the dbt invocation);
+//!    changed (dbt incremental models; `built_by` is the dbt invocation),
+//!    and `-- --full-refresh` rebuilds every row;
 //! 3. two marts sharing a location fail their dbt tests (at BuildMarts);
 //! 4. after a source change the pipeline never saw, it fails at Reconcile,
 //!    the alert names the diff, and the marts keep their previous content.
@@ -81,6 +82,7 @@ fn nightly_on_moto() {
             "the second build rewrote only the changed orders: {by_build:?} ({orders} orders)"
         );
 
+        a_full_refresh_rebuilds_every_row(&state, &run, &marts, orders, &revenue).await;
         two_marts_in_one_location_fail(&state, &run, &marts);
         an_unseen_change_fails_at_reconcile(&state, &run, &marts).await;
 
@@ -94,6 +96,30 @@ fn nightly_on_moto() {
             crate::support::processes_mentioning(Path::new(script)),
             Vec::<String>::new(),
             "nothing of the nightly is left running"
+        );
+    }
+}
+
+/// `dbt build --full-refresh` (after `--`): every row of both marts is
+/// rebuilt from the lake, by that one build.
+async fn a_full_refresh_rebuilds_every_row(
+    state: &Path,
+    run: &Run,
+    marts: &Path,
+    orders: usize,
+    revenue: &str,
+) {
+    let (output, refreshed) = nightly(state, &run.id, marts, &["--full-refresh"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(refreshed.status, "SUCCEEDED");
+    assert_marts_match(marts, orders, revenue).await;
+    let build = invocation(marts);
+    for mart in ["dim_order_status", "customer_daily_revenue"] {
+        let by_build = rows_by_build(&marts.join(mart)).await;
+        assert_eq!(
+            by_build.keys().collect::<Vec<_>>(),
+            [&build],
+            "{mart}: every row rebuilt by the full refresh"
         );
     }
 }
