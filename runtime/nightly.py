@@ -147,6 +147,8 @@ def run(spec, task, deadline):
             text=True,
             env=env,
             timeout=max(1.0, deadline - started),
+            # dbt too dies with this process, however it ends.
+            preexec_fn=set_pdeathsig,
         )
         code, output = done.returncode, (done.stdout + done.stderr)
     except subprocess.TimeoutExpired as timeout:
@@ -200,11 +202,20 @@ def post_json(url, body):
         response.read()
 
 
+PR_SET_PDEATHSIG = 1
+SIGKILL = 9
+
+
+def set_pdeathsig():
+    """PR_SET_PDEATHSIG: SIGKILLed when the parent process dies, however."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, SIGKILL)
+
+
 def die_with_parent():
-    """PR_SET_PDEATHSIG: SIGKILLed when `lossproof nightly` dies, however."""
+    """Die with `lossproof nightly`, even when it is SIGKILLed."""
     parent = os.environ.get("LOSSPROOF_PARENT_PID")
     if parent:
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9)
+        set_pdeathsig()
         if os.getppid() != int(parent):
             fail("the process that started this one is gone")
 

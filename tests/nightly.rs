@@ -83,21 +83,14 @@ fn nightly_on_moto() {
         );
 
         a_full_refresh_rebuilds_every_row(&state, &run, &marts, orders, &revenue).await;
+        a_killed_nightly_leaves_nothing_running(&state, &run, &marts);
         two_marts_in_one_location_fail(&state, &run, &marts);
         an_unseen_change_fails_at_reconcile(&state, &run, &marts).await;
 
         consumer.stop();
         run.finish().await;
     });
-    // moto server and the driver run as `python -c <script>`: their
-    // command lines hold the scripts' text.
-    for script in ["from moto.server import main", "import boto3"] {
-        assert_eq!(
-            crate::support::processes_mentioning(Path::new(script)),
-            Vec::<String>::new(),
-            "nothing of the nightly is left running"
-        );
-    }
+    assert_eq!(nightly_processes(""), Vec::<String>::new());
 }
 
 /// `dbt build --full-refresh` (after `--`): every row of both marts is
@@ -122,6 +115,63 @@ async fn a_full_refresh_rebuilds_every_row(
             "{mart}: every row rebuilt by the full refresh"
         );
     }
+}
+
+/// `lossproof nightly` SIGKILLed mid-workflow, while dbt builds the marts
+/// (no chance to stop anything): moto, the driver and dbt die with it.
+fn a_killed_nightly_leaves_nothing_running(state: &Path, run: &Run, marts: &Path) {
+    use std::time::Instant;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lossproof"))
+        .args(["nightly", "--run", &run.id, "--state"])
+        .arg(state)
+        .arg("--marts")
+        .arg(marts)
+        .current_dir(crate::support::root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the driver runs dbt (the one task that is not lossproof's own,
+    // so nothing of lossproof's makes it die).
+    let started = Instant::now();
+    while !nightly_processes(&run.id)
+        .iter()
+        .any(|p| p.contains("bin/dbt build"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "dbt never started: {:?}",
+            nightly_processes(&run.id)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while !nightly_processes(&run.id).is_empty() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "left running after a SIGKILL: {:?}",
+            nightly_processes(&run.id)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Command lines of the nightly's processes for `run`: moto server and the
+/// driver (`python -c <script>`: their command lines hold the scripts'
+/// text), and the tasks (lossproof `compact`/`reconcile` of the run, dbt).
+fn nightly_processes(run: &str) -> Vec<String> {
+    [
+        "from moto.server import main".to_owned(),
+        "import boto3".to_owned(),
+        "bin/dbt build".to_owned(),
+        format!("compact --run {run}"),
+        format!("reconcile --run {run}"),
+    ]
+    .iter()
+    .flat_map(|needle| crate::support::processes_mentioning(Path::new(needle)))
+    .collect()
 }
 
 /// Step 3: two marts in one location read each other's rows, the dbt
@@ -417,6 +467,9 @@ fn terraform_declares_what_nightly_created(report: &Report) {
 /// never runs.
 #[test]
 fn the_workflow_retries_transient_failures_and_alerts_with_the_cause() {
+    // Serial with the other nightly test, which checks that no moto server
+    // or driver is left running.
+    let _serial = crate::support::heavy_test();
     let tools = Tools::from_env();
     let dir = tempfile::tempdir().unwrap();
     let moto = Moto::start(&tools, &dir.path().join("moto.log"), Duration::from_mins(1)).unwrap();
