@@ -61,6 +61,16 @@ fi
 
 step() { printf '[bootstrap %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 has() { local x; for x in "${missing[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+# new_venv DIR SECONDS PIN...: a fresh virtualenv at DIR with the pinned
+# packages from binary wheels only, pip bounded by SECONDS.
+new_venv() {
+  local dir=$1 seconds=$2
+  shift 2
+  rm -rf "$dir"
+  python3 -m venv "$dir"
+  timeout "$seconds" "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --only-binary=:all: "$@"
+}
 
 apt_packages=()
 has postgresql-15 && apt_packages+=(postgresql-15)
@@ -139,10 +149,7 @@ PY
 fi
 if has pyiceberg; then
   step "virtualenv with pyiceberg $PYICEBERG_VERSION (sql-sqlite, pyarrow; ~15 s, ~300 MB)"
-  rm -rf "$PYICEBERG_VENV"
-  python3 -m venv "$PYICEBERG_VENV"
-  timeout 900 "$PYICEBERG_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --only-binary=:all: "${PYICEBERG_PINS[@]}"
+  new_venv "$PYICEBERG_VENV" 900 "${PYICEBERG_PINS[@]}"
   "$PYICEBERG_VENV/bin/python" - "$PYICEBERG_VERSION" <<'PY'
 import sys
 import pyarrow, sqlalchemy, pyiceberg
@@ -156,10 +163,7 @@ fi
 
 if has nightly; then
   step "virtualenv for the nightly: dbt-core 1.11, dbt-duckdb, moto server, boto3 (~1-2 min, ~720 MB)"
-  rm -rf "$NIGHTLY_VENV"
-  python3 -m venv "$NIGHTLY_VENV"
-  timeout 1200 "$NIGHTLY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --only-binary=:all: "${NIGHTLY_PINS[@]}"
+  new_venv "$NIGHTLY_VENV" 1200 "${NIGHTLY_PINS[@]}"
   "$NIGHTLY_VENV/bin/python" -c 'import dbt.version, moto, boto3, hcl2, pyiceberg; print(f"dbt-core {dbt.version.__version__}, moto {moto.__version__}, boto3 {boto3.__version__}")'
   touch "$NIGHTLY_VENV/.complete"
 fi

@@ -100,12 +100,10 @@ impl Paths {
         }
         let marts = match args.marts {
             Some(dir) => dir.to_owned(),
-            None => args.state.join("marts").join(safe(args.run)),
+            None => nightly::marts_dir(args.state, args.run),
         };
         std::fs::create_dir_all(&marts).map_err(|e| format!("create {}: {e}", marts.display()))?;
         let lake = endpoints.lake_location();
-        std::fs::create_dir_all(&lake.warehouse)
-            .map_err(|e| format!("create {}: {e}", lake.warehouse.display()))?;
         let names = CaptureNames::for_run(args.run);
         Ok(Self {
             state: absolute(args.state)?,
@@ -249,17 +247,4 @@ fn absolute(path: &Path) -> CliResult<PathBuf> {
 
 fn path(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// A run id as one folder name.
-fn safe(run: &str) -> String {
-    run.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

@@ -27,7 +27,7 @@ use lossproof_runtime::reconcile::{self, ConsumerLake, Counts, DiffKind, Reconci
 use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
 use lossproof_stdlib::workload::{self, WorkloadReport};
 
-use crate::stack::{StackGuard, lossproof, ok};
+use crate::stack::{lossproof, up_own_stack};
 
 const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
 
@@ -38,15 +38,9 @@ fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
 #[test]
 fn careless_consumer_on_the_real_pipeline() {
     let _serial = crate::support::heavy_test();
-    let state = std::env::temp_dir().join(format!("lossproof-careless-{}", std::process::id()));
-    let _guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let (state, _guard) = up_own_stack("careless");
     let ports = Stack::open(&state).unwrap().ports().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = crate::lake::tokio();
     runtime.block_on(async {
         no_faults_lake_matches_source(&state, ports).await;
         killed_and_restarted_under_load(&state, ports).await;

@@ -37,10 +37,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::careless::{Consumer, Run, counts, show, workload_plan};
-use crate::stack::{StackGuard, lossproof, ok};
+use crate::stack::up_own_stack;
 
 const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
-const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
+pub(crate) const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
     &lossproof_stdlib::workloads::WORKLOADS[0]
@@ -49,15 +49,9 @@ fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
 #[test]
 fn correct_consumer_on_the_real_pipeline() {
     let _serial = crate::support::heavy_test();
-    let state = std::env::temp_dir().join(format!("lossproof-correct-{}", std::process::id()));
-    let _guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let (state, _guard) = up_own_stack("correct");
     let ports = Stack::open(&state).unwrap().ports().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = crate::lake::tokio();
     runtime.block_on(async {
         let crashed = crashes_at_every_step_then_rebuild(&state, ports).await;
         refuses_what_it_cannot_trust(&state, &crashed).await;

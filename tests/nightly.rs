@@ -27,22 +27,15 @@ use lossproof_runtime::nightly::{DEFINITION, Job, Moto, Names, Report, Task};
 use lossproof_runtime::tools::Tools;
 
 use crate::careless::{Consumer, Run};
-use crate::stack::{StackGuard, lossproof, ok};
-
-const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
+use crate::correct::QUICK;
+use crate::stack::up_own_stack;
 
 #[test]
 fn nightly_on_moto() {
     let _serial = crate::support::heavy_test();
-    let state = std::env::temp_dir().join(format!("lossproof-nightly-{}", std::process::id()));
-    let _guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let (state, _guard) = up_own_stack("nightly");
     let ports = Stack::open(&state).unwrap().ports().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = crate::lake::tokio();
     runtime.block_on(async {
         let run = Run::start(&state, ports, "nightly").await;
         let mut consumer = Consumer::spawn_kind(&state, &run.id, "correct", QUICK);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::stack::{StackGuard, lossproof, ok};
+use crate::stack::{lossproof, ok, up_own_stack};
 
 fn input(name: &str) -> String {
     crate::support::root()
@@ -66,9 +66,7 @@ fn consumers_of(state: &Path) -> Vec<String> {
 #[allow(clippy::too_many_lines)] // one stack, the executor's whole story: read top to bottom
 fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     let _serial = crate::support::heavy_test();
-    let state = std::env::temp_dir().join(format!("lossproof-run-{}", std::process::id()));
-    let _guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let (state, _guard) = up_own_stack("run");
 
     // A scored seed: every kill fired while the workload ran.
     let (code, text, first) = run(&state, &input("short.lp"), "3", &state.join("first.json"));
@@ -930,9 +928,7 @@ const NOT_RUNNABLE_YET: &[&str] = &[];
 #[test]
 fn every_shipped_scenario_passes_time_scaled() {
     let _serial = crate::support::heavy_test();
-    let state = std::env::temp_dir().join(format!("lossproof-smoke-{}", std::process::id()));
-    let _guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let (state, _guard) = up_own_stack("smoke");
     let mut files: Vec<std::path::PathBuf> =
         std::fs::read_dir(crate::support::root().join("scenarios"))
             .unwrap()

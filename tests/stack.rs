@@ -34,6 +34,16 @@ pub fn ok(output: &Output) -> String {
     text
 }
 
+/// A real local stack of the calling test's own, up and healthy, in a
+/// temporary state directory named for `label` (and this process); stopped
+/// and its state removed when the returned guard drops.
+pub fn up_own_stack(label: &str) -> (PathBuf, StackGuard) {
+    let state = std::env::temp_dir().join(format!("lossproof-{label}-{}", std::process::id()));
+    let guard = StackGuard(state.clone());
+    ok(&lossproof(&state, &["up"]));
+    (state, guard)
+}
+
 /// Stops the stack and removes its state however the test ends.
 pub struct StackGuard(pub PathBuf);
 

@@ -206,22 +206,18 @@ impl Moto {
         let started = Instant::now();
         process.start().context(|| "start moto server".to_owned())?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let unhealthy = |reason: String| Error::NotHealthy {
+            component: "moto server".to_owned(),
+            timeout_s: limit.as_secs(),
+            reason,
+            log: log.to_owned(),
+        };
         while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
             if !process.running() {
-                return Err(Error::NotHealthy {
-                    component: "moto server".to_owned(),
-                    timeout_s: limit.as_secs(),
-                    reason: "it exited".to_owned(),
-                    log: log.to_owned(),
-                });
+                return Err(unhealthy("it exited".to_owned()));
             }
             if started.elapsed() > limit {
-                return Err(Error::NotHealthy {
-                    component: "moto server".to_owned(),
-                    timeout_s: limit.as_secs(),
-                    reason: format!("nothing listens on {address}"),
-                    log: log.to_owned(),
-                });
+                return Err(unhealthy(format!("nothing listens on {address}")));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -350,15 +346,17 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-/// An execution name Step Functions accepts (1-80 of `[A-Za-z0-9_-]`),
-/// unique per call: `nightly-<run>-<unix ms>`.
+/// Where the marts of run `run` live unless told otherwise:
+/// `<state>/marts/<run>` (a seed's `run nightly` puts them there, and the
+/// seed's clean-up removes them from there).
 #[must_use]
-pub fn execution_name(run: &str) -> String {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let run: String = run
-        .chars()
+pub fn marts_dir(state_root: &Path, run: &str) -> PathBuf {
+    state_root.join("marts").join(name_part(run))
+}
+
+/// `run` as one name of `[A-Za-z0-9_-]` (a folder, a Step Functions name).
+fn name_part(run: &str) -> String {
+    run.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
                 c
@@ -366,8 +364,17 @@ pub fn execution_name(run: &str) -> String {
                 '_'
             }
         })
-        .take(50)
-        .collect();
+        .collect()
+}
+
+/// An execution name Step Functions accepts (1-80 of `[A-Za-z0-9_-]`),
+/// unique per call: `nightly-<run>-<unix ms>`.
+#[must_use]
+pub fn execution_name(run: &str) -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let run: String = name_part(run).chars().take(50).collect();
     format!("nightly-{run}-{millis}")
 }
 

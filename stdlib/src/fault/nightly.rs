@@ -32,7 +32,6 @@ pub async fn run(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
     }
     let run = run_id(ctx.names);
     let state = ctx.stack.state().root();
-    let marts = marts_dir(state, ctx.names);
     let exe = std::env::current_exe().map_err(|source| Error::Io {
         what: "find the lossproof binary".to_owned(),
         source,
@@ -41,8 +40,6 @@ pub async fn run(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
     command
         .args(["nightly", "--run", run, "--consumer", "correct", "--state"])
         .arg(state)
-        .arg("--marts")
-        .arg(&marts)
         .args(["--timeout-s", &WORKFLOW_LIMIT.as_secs().to_string()])
         .env(
             lossproof_runtime::supervisor::PARENT_PID_VAR,
@@ -107,11 +104,11 @@ fn run_id(names: &CaptureNames) -> &str {
     prefix.strip_prefix("lp_").unwrap_or(prefix)
 }
 
-/// Where a seed's `run nightly` keeps its marts (removed with the seed's
-/// data).
+/// Where a seed's `run nightly` keeps its marts (`lossproof nightly`'s
+/// default for the seed; removed with the seed's data).
 #[must_use]
 pub fn marts_dir(state_root: &Path, names: &CaptureNames) -> PathBuf {
-    state_root.join("marts").join(run_id(names))
+    lossproof_runtime::nightly::marts_dir(state_root, run_id(names))
 }
 
 /// One line: the status, the failed state and error, each attempt.
