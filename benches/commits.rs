@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, Decimal128Array, Int64Array, RecordBatch, StringArray};
+use iceberg::TableCreation;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::table::Table;
-use iceberg::{Catalog as _, TableCreation};
 use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{Commit, Retain, write_data_files};
 

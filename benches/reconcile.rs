@@ -22,7 +22,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use futures_util::TryStreamExt as _;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-use iceberg::{Catalog as _, TableCreation, TableIdent};
+use iceberg::{TableCreation, TableIdent};
 use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{Commit, write_data_files};
 use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind};

@@ -6,7 +6,9 @@ one kind of task that runs real work on moto: no Lambda, no Activities), any
 failure caught into Alert. This script plays the AWS side's worker:
 
 1. creates the two queues and the state machine if they are missing (on moto;
-   on real AWS, Terraform made them and they are found by name);
+   on real AWS, Terraform made them and they are found by name); a job of
+   mode `provision` (`lossproof up --profile aws`) also creates the buckets
+   and the Glue database, reports what exists, and stops there;
 2. starts one execution with the given name and input;
 3. serves its task messages: runs the command the job gives for each task
    and answers SendTaskSuccess, or SendTaskFailure with an error name taken
@@ -47,21 +49,16 @@ def main():
     session = boto3.session.Session(region_name=job["region"])
     sqs = session.client("sqs", endpoint_url=endpoint)
     sfn = session.client("stepfunctions", endpoint_url=endpoint)
-    names = job["names"]
     if job.get("emulator"):
         # moto only executes state machines when asked to (AWS_DBT.md).
         post_json(f"{endpoint}/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
-
-    tasks_url = sqs.create_queue(QueueName=names["tasks_queue"])["QueueUrl"]
-    alerts_url = sqs.create_queue(QueueName=names["alerts_queue"])["QueueUrl"]
-    definition = fill(job["definition"], {"tasks_queue_url": tasks_url, "alerts_queue_url": alerts_url})
-    machine = find_state_machine(sfn, names["state_machine"])
-    if machine is None:
-        machine = sfn.create_state_machine(
-            name=names["state_machine"], definition=definition, roleArn=job["role_arn"]
-        )["stateMachineArn"]
-    else:
-        sfn.update_state_machine(stateMachineArn=machine, definition=definition)
+    if job["mode"] == "provision":
+        provision(session, endpoint, job["names"])
+    tasks_url, alerts_url, machine = workflow(sqs, sfn, job)
+    if job["mode"] == "provision":
+        json.dump({"resources": resources(session, endpoint, job["names"])}, sys.stdout)
+        sys.stdout.write("\n")
+        return
 
     execution = sfn.start_execution(
         stateMachineArn=machine, name=job["execution"], input=json.dumps(job["input"])
@@ -106,7 +103,7 @@ def main():
         "error": described.get("error"),
         "cause": described.get("cause"),
         "alerts": alerts,
-        "resources": resources(sqs, sfn, job["names"]),
+        "resources": resources(session, endpoint, job["names"]),
     }
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
@@ -166,14 +163,59 @@ def run(spec, task, deadline):
     }
 
 
-def resources(sqs, sfn, names):
-    """What exists on the AWS side under the workflow's names."""
+def workflow(sqs, sfn, job):
+    """The two queues and the state machine (created if missing, the
+    definition brought up to date): their URLs and ARN."""
+    names = job["names"]
+    tasks_url = sqs.create_queue(QueueName=names["tasks_queue"])["QueueUrl"]
+    alerts_url = sqs.create_queue(QueueName=names["alerts_queue"])["QueueUrl"]
+    definition = fill(job["definition"], {"tasks_queue_url": tasks_url, "alerts_queue_url": alerts_url})
+    machine = find_state_machine(sfn, names["state_machine"])
+    if machine is None:
+        machine = sfn.create_state_machine(
+            name=names["state_machine"], definition=definition, roleArn=job["role_arn"]
+        )["stateMachineArn"]
+    else:
+        sfn.update_state_machine(stateMachineArn=machine, definition=definition)
+    return tasks_url, alerts_url, machine
+
+
+def provision(session, endpoint, names):
+    """The buckets and the Glue database terraform/ declares, if missing
+    (`lossproof up --profile aws`; on real AWS Terraform makes them).
+
+    Without versioning, unlike terraform/: moto keeps every object version
+    in memory, and a lake rewrites and deletes files all day (measured: moto
+    at 2.4 GB after 15 seeds with versioning on)."""
+    s3 = session.client("s3", endpoint_url=endpoint)
+    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    for bucket in names["buckets"]:
+        if bucket not in existing:
+            s3.create_bucket(Bucket=bucket)
+    glue = session.client("glue", endpoint_url=endpoint)
+    try:
+        glue.get_database(Name=names["glue_database"])
+    except glue.exceptions.EntityNotFoundException:
+        glue.create_database(DatabaseInput={"Name": names["glue_database"]})
+
+
+def resources(session, endpoint, names):
+    """What exists on the AWS side (every list sorted)."""
+    client = lambda name: session.client(name, endpoint_url=endpoint)  # noqa: E731
+    sqs, sfn = client("sqs"), client("stepfunctions")
     queues = [url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])]
     machines = []
     for machine in sfn.list_state_machines()["stateMachines"]:
         described = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])
         machines.append({"name": machine["name"], "definition": described["definition"]})
-    return {"queues": sorted(queues), "state_machines": machines}
+    buckets = [b["Name"] for b in client("s3").list_buckets().get("Buckets", [])]
+    databases = [d["Name"] for d in client("glue").get_databases().get("DatabaseList", [])]
+    return {
+        "queues": sorted(queues),
+        "state_machines": sorted(machines, key=lambda m: m["name"]),
+        "buckets": sorted(buckets),
+        "glue_databases": sorted(databases),
+    }
 
 
 def find_state_machine(sfn, name):

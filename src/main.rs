@@ -67,6 +67,12 @@ enum Command {
         /// State directory: data, logs, ports and pids of this stack.
         #[arg(long, default_value = ".lossproof")]
         state: PathBuf,
+        /// Which components: `local` (everything on loopback), or `aws`
+        /// (also moto server, emulated AWS, with what terraform/ declares;
+        /// the nightly runs on it). Kept for later commands; the recorded
+        /// one (`local` at first) when not given.
+        #[arg(long, value_enum)]
+        profile: Option<StackProfileArg>,
     },
     /// Stop every component of the local stack.
     Down {
@@ -319,6 +325,22 @@ impl OutputArgs {
     }
 }
 
+/// `lossproof up --profile`: the components of the stack it starts.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StackProfileArg {
+    Local,
+    Aws,
+}
+
+impl From<StackProfileArg> for lossproof_runtime::StackProfile {
+    fn from(arg: StackProfileArg) -> Self {
+        match arg {
+            StackProfileArg::Local => Self::Local,
+            StackProfileArg::Aws => Self::Aws,
+        }
+    }
+}
+
 /// Where a command finds the stack: the local one `up` started in
 /// `--state`, or a team's own components named by `--profile`.
 #[derive(Args)]
@@ -416,7 +438,7 @@ fn main() -> ExitCode {
         Command::Registry { listen, state } => lossproof_registry::main_entry(listen, &state)
             .map(|()| true)
             .map_err(Into::into),
-        Command::Up { state } => stack_cli::up(&state),
+        Command::Up { state, profile } => stack_cli::up(&state, profile.map(Into::into)),
         Command::Down { state, purge } => stack_cli::down(&state, purge),
         Command::Status {
             state,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::nightly::{self, Job, Moto, Report, Task};
+use lossproof_runtime::profile::LakeLocation;
 use lossproof_runtime::tools::Tools;
 
 use crate::CliResult;
@@ -32,18 +33,12 @@ pub struct Args<'a> {
 pub fn run(args: &Args<'_>) -> CliResult<bool> {
     // Run by a seed's `run nightly`: it must not outlive that run.
     lossproof_runtime::supervisor::die_with_parent();
-    let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
+    let (stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let tools = Tools::from_env();
     let paths = Paths::resolve(args, &endpoints)?;
     let logs = args.state.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("create {}: {e}", logs.display()))?;
-    let moto = Moto::start(&tools, &logs.join("moto.log"), Duration::from_mins(1))?;
-    println!(
-        "moto server on 127.0.0.1:{}: ready in {:.1} s, {} MB resident",
-        moto.port,
-        moto.ready_in.as_secs_f64(),
-        moto.rss_bytes() / 1_000_000
-    );
+    let moto = Emulator::of(&stack, &tools, &logs)?;
     let execution = nightly::execution_name(args.run);
     let mut job = Job::on_emulator(moto.endpoint(), execution.clone(), args.run, args.timeout);
     job.tasks = tasks(args, &tools, &paths)?;
@@ -76,14 +71,59 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
     }
 }
 
+/// The moto server the workflow runs on: the `aws` stack's own
+/// (`lossproof up --profile aws`), or one started for this nightly alone.
+enum Emulator {
+    Stack {
+        endpoint: String,
+        process: lossproof_runtime::ProcessRecord,
+    },
+    Own(Moto),
+}
+
+impl Emulator {
+    fn of(stack: &lossproof_runtime::Stack, tools: &Tools, logs: &Path) -> CliResult<Self> {
+        if let Some((endpoint, process)) = stack.moto()? {
+            let moto = Self::Stack { endpoint, process };
+            println!(
+                "moto server of the aws stack on {}: {} MB resident",
+                moto.endpoint(),
+                moto.rss_bytes() / 1_000_000
+            );
+            return Ok(moto);
+        }
+        let moto = Moto::start(tools, &logs.join("moto.log"), Duration::from_mins(1))?;
+        println!(
+            "moto server on 127.0.0.1:{}: ready in {:.1} s, {} MB resident",
+            moto.port,
+            moto.ready_in.as_secs_f64(),
+            moto.rss_bytes() / 1_000_000
+        );
+        Ok(Self::Own(moto))
+    }
+
+    fn endpoint(&self) -> String {
+        match self {
+            Self::Stack { endpoint, .. } => endpoint.clone(),
+            Self::Own(moto) => moto.endpoint(),
+        }
+    }
+
+    fn rss_bytes(&self) -> u64 {
+        match self {
+            Self::Stack { process, .. } => process.group_rss_bytes(),
+            Self::Own(moto) => moto.rss_bytes(),
+        }
+    }
+}
+
 /// Where everything the nightly touches is, as absolute paths.
 struct Paths {
     state: PathBuf,
     profile: Option<PathBuf>,
     dbt_project: PathBuf,
     marts: PathBuf,
-    catalog_db: PathBuf,
-    warehouse: PathBuf,
+    lake: LakeLocation,
     /// The consumer's lake namespace for the run.
     namespace: String,
 }
@@ -103,15 +143,23 @@ impl Paths {
             None => nightly::marts_dir(args.state, args.run),
         };
         std::fs::create_dir_all(&marts).map_err(|e| format!("create {}: {e}", marts.display()))?;
-        let lake = endpoints.lake_location();
+        let lake = match endpoints.lake_location() {
+            LakeLocation::Sql {
+                catalog_db,
+                warehouse,
+            } => LakeLocation::Sql {
+                catalog_db: absolute(&catalog_db)?,
+                warehouse: absolute(&warehouse)?,
+            },
+            glue @ LakeLocation::Glue(_) => glue,
+        };
         let names = CaptureNames::for_run(args.run);
         Ok(Self {
             state: absolute(args.state)?,
             profile: args.profile.map(absolute).transpose()?,
             dbt_project,
             marts: absolute(&marts)?,
-            catalog_db: absolute(&lake.catalog_db)?,
-            warehouse: absolute(&lake.warehouse)?,
+            lake,
             namespace: lossproof_stdlib::consumer::namespace(args.consumer, &names),
         })
     }
@@ -119,29 +167,42 @@ impl Paths {
     /// The driver's environment, which its tasks inherit: where dbt finds
     /// the lake and puts the marts (dbt/profiles.yml reads these).
     fn environment(&self) -> Vec<(String, String)> {
-        [
-            ("LOSSPROOF_MARTS_DIR", path(&self.marts)),
-            (
-                "LOSSPROOF_CATALOG_URI",
-                format!("sqlite:///{}", self.catalog_db.display()),
-            ),
-            (
-                "LOSSPROOF_WAREHOUSE",
-                format!("file://{}", self.warehouse.display()),
-            ),
-            ("LOSSPROOF_NAMESPACE", self.namespace.clone()),
-            ("DBT_TARGET_PATH", path(&self.marts.join("target"))),
-            ("DBT_LOG_PATH", path(&self.marts.join("logs"))),
-            // No telemetry calls from dbt (no network here, none wanted).
-            ("DBT_SEND_ANONYMOUS_USAGE_STATS", "false".to_owned()),
-            ("DO_NOT_TRACK", "1".to_owned()),
-            // moto takes any credentials; never a user's real ones.
-            ("AWS_ACCESS_KEY_ID", "lossproof".to_owned()),
-            ("AWS_SECRET_ACCESS_KEY", "lossproof".to_owned()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+        let lake = match &self.lake {
+            LakeLocation::Sql {
+                catalog_db,
+                warehouse,
+            } => vec![
+                (
+                    "LOSSPROOF_CATALOG_URI",
+                    format!("sqlite:///{}", catalog_db.display()),
+                ),
+                (
+                    "LOSSPROOF_WAREHOUSE",
+                    format!("file://{}", warehouse.display()),
+                ),
+            ],
+            LakeLocation::Glue(glue) => vec![
+                (
+                    "LOSSPROOF_AWS_ENDPOINT",
+                    glue.endpoint.clone().unwrap_or_default(),
+                ),
+                ("LOSSPROOF_AWS_REGION", glue.region.clone()),
+                ("LOSSPROOF_WAREHOUSE", glue.warehouse.clone()),
+            ],
+        };
+        lake.into_iter()
+            .chain([
+                ("LOSSPROOF_MARTS_DIR", path(&self.marts)),
+                ("LOSSPROOF_NAMESPACE", self.namespace.clone()),
+                ("DBT_TARGET_PATH", path(&self.marts.join("target"))),
+                ("DBT_LOG_PATH", path(&self.marts.join("logs"))),
+                // No telemetry calls from dbt (no network here, none wanted).
+                ("DBT_SEND_ANONYMOUS_USAGE_STATS", "false".to_owned()),
+                ("DO_NOT_TRACK", "1".to_owned()),
+            ])
+            .map(|(k, v)| (k.to_owned(), v))
+            .chain(nightly::emulator_credentials())
+            .collect()
     }
 }
 
@@ -174,6 +235,13 @@ fn tasks(args: &Args<'_>, tools: &Tools, paths: &Paths) -> CliResult<BTreeMap<St
         path(&paths.dbt_project),
         "--profiles-dir".to_owned(),
         path(&paths.dbt_project),
+        // dbt/profiles.yml: `local` reads the SQL catalog, `aws` Glue on S3.
+        "--target".to_owned(),
+        match paths.lake {
+            LakeLocation::Sql { .. } => "local",
+            LakeLocation::Glue(_) => "aws",
+        }
+        .to_owned(),
     ]
     .into_iter()
     .chain(args.dbt_extra.iter().cloned())

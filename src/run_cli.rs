@@ -213,7 +213,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
     let (components, results) = runtime.block_on(async {
         if stack.profile().is_none() {
             stack
-                .up(&|line| eprintln!("  {line}"))
+                .up(None, &|line| eprintln!("  {line}"))
                 .await
                 .map_err(|e| format!("the stack: {e}"))?;
         }

@@ -39,11 +39,11 @@ fn say(line: &str) {
     eprintln!("  {line}");
 }
 
-pub fn up(state: &Path) -> CliResult<bool> {
+pub fn up(state: &Path, profile: Option<lossproof_runtime::StackProfile>) -> CliResult<bool> {
     let stack = Stack::open(state)?;
     eprintln!("lossproof up: state in {}", stack.state().root().display());
     let started = Instant::now();
-    runtime()?.block_on(stack.up(&say))?;
+    runtime()?.block_on(stack.up(profile, &say))?;
     eprintln!("stack healthy in {:.1}s", started.elapsed().as_secs_f64());
     Ok(true)
 }
@@ -69,6 +69,7 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> CliResult<bool> {
         return Ok(report.all_healthy());
     }
     println!("state dir: {}", report.state_dir.display());
+    println!("profile:   {}", report.profile);
     println!(
         "{:<16} {:<10} {:>7} {:>6}  DETAIL",
         "COMPONENT", "STATE", "PID", "PORT"

@@ -116,6 +116,21 @@ data "aws_iam_policy_document" "worker" {
       "arn:${local.partition}:glue:${var.region}:${local.account}:table/${aws_glue_catalog_database.lake.name}/*",
     ]
   }
+  # Each lossproof run keeps each consumer's tables in a Glue database of its
+  # own, `<consumer>_lp_<run>` (an Iceberg namespace), created and dropped
+  # with the seed: only databases named so.
+  statement {
+    sid = "RunNamespaces"
+    actions = [
+      "glue:CreateDatabase", "glue:GetDatabase", "glue:DeleteDatabase",
+      "glue:GetTable", "glue:GetTables", "glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable",
+    ]
+    resources = [
+      "arn:${local.partition}:glue:${var.region}:${local.account}:catalog",
+      "arn:${local.partition}:glue:${var.region}:${local.account}:database/*_lp_*",
+      "arn:${local.partition}:glue:${var.region}:${local.account}:table/*_lp_*/*",
+    ]
+  }
   statement {
     sid       = "UseTheKey"
     actions   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"]

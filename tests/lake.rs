@@ -22,7 +22,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, TimeUnit};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-use iceberg::{Catalog as _, NamespaceIdent, TableCreation, TableIdent};
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_runtime::{Lake, Tools, lake};
 use serde_json::{Value, json};
 

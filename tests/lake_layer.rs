@@ -32,7 +32,7 @@ use arrow_schema::DataType;
 use futures_util::TryStreamExt as _;
 use iceberg::spec::{DataContentType, NestedField, NestedFieldRef, PrimitiveType, Schema, Type};
 use iceberg::table::Table;
-use iceberg::{Catalog as _, TableCreation, TableIdent};
+use iceberg::{TableCreation, TableIdent};
 use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{
     self, Commit, CommitError, MaintenanceError, Retain, SchemaChange, SchemaError,
@@ -366,91 +366,131 @@ fn two_writers_exactly_one_wins_and_the_loser_retries() {
     tokio().block_on(async {
         let a = Lake::open(state.path()).await.expect("lake a");
         let b = Lake::open(state.path()).await.expect("lake b");
-        let table = create(&a, "orders").await;
-        append(&a, &table, &rows(1..=3, "a")).await;
-
-        // Both read the same base.
-        let base_a = a
-            .catalog()
-            .load_table(&ident("orders"))
-            .await
-            .expect("load a");
-        let base_b = b
-            .catalog()
-            .load_table(&ident("orders"))
-            .await
-            .expect("load b");
-        let base = base_a.metadata_location().expect("location").to_owned();
-        assert_eq!(base_b.metadata_location(), Some(base.as_str()));
-        let files_a = write_data_files(&base_a, vec![batch(&base_a, &rows(10..=12, "a"))])
-            .await
-            .expect("write a");
-        let files_b = write_data_files(&base_b, vec![batch(&base_b, &rows(20..=22, "b"))])
-            .await
-            .expect("write b");
-
-        // Both commit at once: exactly one wins.
-        let (ra, rb) = tokio::join!(
-            a.commit(&base_a, Commit::append(files_a.clone())),
-            b.commit(&base_b, Commit::append(files_b.clone()))
-        );
-        let (winner, error, loser, loser_files) = match (ra, rb) {
-            (Ok(t), Err(e)) => (t, e, &b, files_b),
-            (Err(e), Ok(t)) => (t, e, &a, files_a),
-            (ra, rb) => panic!(
-                "exactly one commit must win: {:?} / {:?}",
-                ra.map(|t| t.metadata_location().map(str::to_owned)),
-                rb.map(|t| t.metadata_location().map(str::to_owned))
-            ),
-        };
-        let winner_location = winner.metadata_location().expect("location").to_owned();
-        let CommitError::Conflict {
-            table,
-            base: seen_base,
-            head,
-        } = &error
-        else {
-            panic!("the loser gets a conflict, not {error}");
-        };
-        assert_eq!(table, &ident("orders"));
-        assert_eq!(seen_base, &base);
-        assert_eq!(head, &winner_location);
-        assert!(error.is_conflict());
-        let message = error.to_string();
-        assert!(
-            message.contains(&base) && message.contains(&winner_location),
-            "{message}"
-        );
-
-        // The loser reloads and retries with the files it wrote: nothing lost.
-        let reloaded = loser
-            .catalog()
-            .load_table(&ident("orders"))
-            .await
-            .expect("reload");
-        assert_eq!(reloaded.metadata_location(), Some(winner_location.as_str()));
-        let after = loser
-            .commit(&reloaded, Commit::append(loser_files))
-            .await
-            .expect("retry after reload");
-        check_totals(loser, &after).await;
-        let mut expected = rows(1..=3, "a");
-        expected.extend(rows(10..=12, "a"));
-        expected.extend(rows(20..=22, "b"));
-        assert_eq!(scan(&a, "orders").await, sorted(expected.clone()));
-        assert_eq!(scan(&b, "orders").await, sorted(expected));
-
-        // A commit against the now stale winner's table is refused too.
-        let late = write_data_files(&winner, vec![batch(&winner, &rows(30..=30, "c"))])
-            .await
-            .expect("write");
-        let error = a
-            .commit(&winner, Commit::append(late))
-            .await
-            .expect_err("stale base");
-        assert!(error.is_conflict(), "{error}");
-        assert_eq!(scan(&a, "orders").await.len(), 9);
+        two_writers_on(&a, &b).await;
     });
+}
+
+/// The same race on the aws stack's lake: Glue on moto, files in its S3
+/// (with lossproof's moto, which enforces Glue's `VersionId` as AWS does).
+#[cfg(feature = "aws")]
+#[test]
+fn two_writers_on_glue_exactly_one_wins_and_the_loser_retries() {
+    let logs = tempfile::tempdir().expect("temp logs");
+    let tools = lossproof_runtime::tools::Tools::from_env();
+    let moto = lossproof_runtime::nightly::Moto::start(
+        &tools,
+        &logs.path().join("moto.log"),
+        Duration::from_mins(1),
+    )
+    .expect("moto server");
+    lossproof_runtime::nightly::provision(&tools, &moto.endpoint(), &logs.path().join("p.log"))
+        .expect("the lake bucket");
+    let at = lossproof_runtime::nightly::emulated_lake(moto.endpoint());
+    tokio().block_on(async {
+        let a = Lake::open_at(&at).await.expect("lake a");
+        let b = Lake::open_at(&at).await.expect("lake b");
+        assert!(!a.commits_tables_atomically());
+        two_writers_on(&a, &b).await;
+        // Dropping the namespace removes its files from S3 too.
+        let table = a
+            .catalog()
+            .load_table(&ident("orders"))
+            .await
+            .expect("load");
+        let metadata = table.metadata_location().expect("location").to_owned();
+        assert!(table.file_io().exists(&metadata).await.expect("exists"));
+        a.drop_namespace(NS).await.expect("drop");
+        assert!(!table.file_io().exists(&metadata).await.expect("exists"));
+    });
+}
+
+/// Two writers commit against one base at once: exactly one wins, the
+/// loser gets a conflict naming both and loses nothing on retry.
+async fn two_writers_on(a: &Lake, b: &Lake) {
+    let table = create(a, "orders").await;
+    append(a, &table, &rows(1..=3, "a")).await;
+
+    // Both read the same base.
+    let base_a = a
+        .catalog()
+        .load_table(&ident("orders"))
+        .await
+        .expect("load a");
+    let base_b = b
+        .catalog()
+        .load_table(&ident("orders"))
+        .await
+        .expect("load b");
+    let base = base_a.metadata_location().expect("location").to_owned();
+    assert_eq!(base_b.metadata_location(), Some(base.as_str()));
+    let files_a = write_data_files(&base_a, vec![batch(&base_a, &rows(10..=12, "a"))])
+        .await
+        .expect("write a");
+    let files_b = write_data_files(&base_b, vec![batch(&base_b, &rows(20..=22, "b"))])
+        .await
+        .expect("write b");
+
+    // Both commit at once: exactly one wins.
+    let (ra, rb) = tokio::join!(
+        a.commit(&base_a, Commit::append(files_a.clone())),
+        b.commit(&base_b, Commit::append(files_b.clone()))
+    );
+    let (winner, error, loser, loser_files) = match (ra, rb) {
+        (Ok(t), Err(e)) => (t, e, b, files_b),
+        (Err(e), Ok(t)) => (t, e, a, files_a),
+        (ra, rb) => panic!(
+            "exactly one commit must win: {:?} / {:?}",
+            ra.map(|t| t.metadata_location().map(str::to_owned)),
+            rb.map(|t| t.metadata_location().map(str::to_owned))
+        ),
+    };
+    let winner_location = winner.metadata_location().expect("location").to_owned();
+    let CommitError::Conflict {
+        table,
+        base: seen_base,
+        head,
+    } = &error
+    else {
+        panic!("the loser gets a conflict, not {error}");
+    };
+    assert_eq!(table, &ident("orders"));
+    assert_eq!(seen_base, &base);
+    assert_eq!(head, &winner_location);
+    assert!(error.is_conflict());
+    let message = error.to_string();
+    assert!(
+        message.contains(&base) && message.contains(&winner_location),
+        "{message}"
+    );
+
+    // The loser reloads and retries with the files it wrote: nothing lost.
+    let reloaded = loser
+        .catalog()
+        .load_table(&ident("orders"))
+        .await
+        .expect("reload");
+    assert_eq!(reloaded.metadata_location(), Some(winner_location.as_str()));
+    let after = loser
+        .commit(&reloaded, Commit::append(loser_files))
+        .await
+        .expect("retry after reload");
+    check_totals(loser, &after).await;
+    let mut expected = rows(1..=3, "a");
+    expected.extend(rows(10..=12, "a"));
+    expected.extend(rows(20..=22, "b"));
+    assert_eq!(scan(a, "orders").await, sorted(expected.clone()));
+    assert_eq!(scan(b, "orders").await, sorted(expected));
+
+    // A commit against the now stale winner's table is refused too.
+    let late = write_data_files(&winner, vec![batch(&winner, &rows(30..=30, "c"))])
+        .await
+        .expect("write");
+    let error = a
+        .commit(&winner, Commit::append(late))
+        .await
+        .expect_err("stale base");
+    assert!(error.is_conflict(), "{error}");
+    assert_eq!(scan(a, "orders").await.len(), 9);
 }
 
 #[test]

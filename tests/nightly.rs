@@ -86,6 +86,109 @@ fn nightly_on_moto() {
     assert_eq!(nightly_processes(""), Vec::<String>::new());
 }
 
+/// `lossproof up --profile aws`: moto server is a component of the stack
+/// (start-up time and memory in `status --verbose`), holding every
+/// resource terraform/ declares, and the lake is in its S3 with a Glue
+/// catalog; a crash seed runs unchanged on that lake, both consumers are
+/// scored on it, and its `run nightly` runs the workflow (dbt reading Glue)
+/// on that moto, which outlives it; `down` stops it.
+#[cfg(feature = "aws")]
+#[test]
+fn the_aws_profile_runs_the_nightly_on_its_own_moto() {
+    let _serial = crate::support::heavy_test();
+    let (state, guard) = crate::stack::up_own_stack_with("aws", &["--profile", "aws"]);
+    // The lake is moto's: S3 and Glue, nothing in the state directory.
+    assert!(
+        !state.join("lake").exists(),
+        "no local lake on the aws stack"
+    );
+    let status = crate::stack::ok(&crate::stack::lossproof(&state, &["status", "--verbose"]));
+    let moto_rows: Vec<&str> = status.lines().filter(|l| l.starts_with("moto ")).collect();
+    assert_eq!(
+        moto_rows.len(),
+        2,
+        "a status row and a start-up/RSS row:\n{status}"
+    );
+    assert!(
+        moto_rows[0].contains("healthy") && moto_rows[0].contains("moto server 5."),
+        "{status}"
+    );
+    let figures: Vec<&str> = moto_rows[1].split_whitespace().collect();
+    assert!(
+        figures[1].ends_with('s') && figures[2].parse::<f64>().unwrap() > 10.0,
+        "moto's start-up time and resident MB: {status}"
+    );
+    let moto_pid = |state: &Path| -> i64 {
+        let report: serde_json::Value =
+            serde_json::from_slice(&crate::stack::lossproof(state, &["status", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(report["profile"], "aws");
+        report["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["component"] == "moto")
+            .and_then(|c| c["pid"].as_i64())
+            .expect("moto runs")
+    };
+    let pid = moto_pid(&state);
+
+    // What `up` created on moto is what terraform/ declares.
+    let declared = declared();
+    let created: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("moto/resources.json")).unwrap())
+            .unwrap();
+    for list in ["buckets", "glue_databases", "queues"] {
+        assert_eq!(created[list], declared[list], "{list}");
+    }
+    assert_eq!(
+        created["state_machines"][0]["name"],
+        declared["state_machines"][0]["name"]
+    );
+
+    // A crash seed whose quiet phase runs the nightly: on the stack's moto.
+    let out = state.join("aws-crash.json");
+    let run = crate::support::lossproof(&[
+        "run".as_ref(),
+        "tests/inputs/aws/crash.lp".as_ref(),
+        "--seeds".as_ref(),
+        "1".as_ref(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let shown = text(&run);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "PASS on the aws stack:\n{shown}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "PASS", "{seed:#}");
+    assert!(
+        shown.contains(
+            "lake             ready (Glue catalog, warehouse s3://lossproof-lake/warehouse)"
+        ),
+        "the run's lake is the aws stack's:\n{shown}"
+    );
+    assert!(!state.join("lake").exists(), "still no local lake");
+    assert_eq!(
+        moto_pid(&state),
+        pid,
+        "the seed's nightly left the stack's moto running"
+    );
+
+    drop(guard);
+    assert_eq!(
+        nightly_processes(""),
+        Vec::<String>::new(),
+        "down stopped moto"
+    );
+}
+
 /// `dbt build --full-refresh` (after `--`): every row of both marts is
 /// rebuilt from the lake, by that one build.
 async fn a_full_refresh_rebuilds_every_row(
@@ -393,14 +496,11 @@ async fn plant_unseen_change(run: &Run) {
         .unwrap();
 }
 
-/// What terraform/ declares (read by terraform/declared.py with python-hcl2)
-/// is what the nightly created on moto: the queues, the state machine, and
-/// its definition, which is terraform/nightly.asl.json with the queue URLs.
-fn terraform_declares_what_nightly_created(report: &Report) {
+/// What terraform/ declares, read by terraform/declared.py (python-hcl2).
+fn declared() -> serde_json::Value {
     let python = Tools::from_env().nightly_venv().join("bin/python");
-    let root = crate::support::root();
     let output = std::process::Command::new(python)
-        .arg(root.join("terraform/declared.py"))
+        .arg(crate::support::root().join("terraform/declared.py"))
         .output()
         .unwrap();
     assert!(
@@ -408,7 +508,15 @@ fn terraform_declares_what_nightly_created(report: &Report) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let declared: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// What terraform/ declares (read by terraform/declared.py with python-hcl2)
+/// is what the nightly created on moto: the queues, the state machine, and
+/// its definition, which is terraform/nightly.asl.json with the queue URLs.
+fn terraform_declares_what_nightly_created(report: &Report) {
+    let root = crate::support::root();
+    let declared = declared();
     let names = Names::with_prefix(lossproof_runtime::nightly::DEFAULT_PREFIX);
     let mut queues = vec![names.alerts_queue.clone(), names.tasks_queue.clone()];
     queues.sort();

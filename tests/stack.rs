@@ -38,9 +38,16 @@ pub fn ok(output: &Output) -> String {
 /// temporary state directory named for `label` (and this process); stopped
 /// and its state removed when the returned guard drops.
 pub fn up_own_stack(label: &str) -> (PathBuf, StackGuard) {
+    up_own_stack_with(label, &[])
+}
+
+/// [`up_own_stack`] with more `up` arguments (`--profile aws`).
+pub fn up_own_stack_with(label: &str, up: &[&str]) -> (PathBuf, StackGuard) {
     let state = std::env::temp_dir().join(format!("lossproof-{label}-{}", std::process::id()));
     let guard = StackGuard(state.clone());
-    ok(&lossproof(&state, &["up"]));
+    let mut args = vec!["up"];
+    args.extend(up);
+    ok(&lossproof(&state, &args));
     (state, guard)
 }
 

@@ -25,11 +25,14 @@ pub enum Component {
     Registry,
     /// Kafka Connect (distributed, one worker) running Debezium.
     Connect,
+    /// moto server: emulated AWS (S3, Glue, SQS, Step Functions) for the
+    /// `aws` stack profile only (`lossproof up --profile aws`).
+    Moto,
 }
 
 impl Component {
-    /// Start order; stop in reverse.
-    pub const ALL: [Component; 6] = [
+    /// The local profile's components, in start order (stop in reverse).
+    pub const LOCAL: [Component; 6] = [
         Self::Netproxy,
         Self::SourcePostgres,
         Self::BrokerPostgres,
@@ -37,6 +40,18 @@ impl Component {
         Self::Registry,
         Self::Connect,
     ];
+
+    /// Every component: [`Component::LOCAL`], then moto (the `aws`
+    /// profile's, [`StackProfile::components`]).
+    pub const ALL: [Component; 7] = {
+        let mut all = [Self::Moto; 7];
+        let mut i = 0;
+        while i < Self::LOCAL.len() {
+            all[i] = Self::LOCAL[i];
+            i += 1;
+        }
+        all
+    };
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -47,6 +62,7 @@ impl Component {
             Self::Broker => "broker",
             Self::Registry => "registry",
             Self::Connect => "connect",
+            Self::Moto => "moto",
         }
     }
 
@@ -64,6 +80,7 @@ impl Component {
             Self::Broker => ports.broker,
             Self::Registry => ports.registry,
             Self::Connect => ports.connect,
+            Self::Moto => ports.moto,
         }
     }
 
@@ -92,12 +109,50 @@ impl Component {
         match self {
             Self::Connect => Duration::from_mins(2),
             Self::SourcePostgres | Self::BrokerPostgres => Duration::from_mins(1),
-            Self::Netproxy | Self::Broker | Self::Registry => Duration::from_secs(30),
+            Self::Netproxy | Self::Broker | Self::Registry | Self::Moto => Duration::from_secs(30),
+        }
+    }
+}
+
+/// Which components a stack runs, chosen by `lossproof up --profile` and
+/// kept in the state directory's record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StackProfile {
+    /// Everything on loopback, the lake in the state directory.
+    #[default]
+    Local,
+    /// The local stack plus moto server (emulated AWS) with the resources
+    /// terraform/ declares: the nightly workflow runs on it.
+    Aws,
+}
+
+impl StackProfile {
+    /// The components of a stack of this profile, in start order.
+    #[must_use]
+    pub fn components(self) -> &'static [Component] {
+        match self {
+            Self::Local => &Component::LOCAL,
+            Self::Aws => &Component::ALL,
+        }
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Aws => "aws",
         }
     }
 }
 
 impl std::fmt::Display for Component {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for StackProfile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }

@@ -44,6 +44,7 @@ pub struct Endpoints {
 enum LakeAt {
     /// The lake in a state directory (`<state>/lake`).
     State(PathBuf),
+    /// A profile's lake, or the aws stack's on moto.
     Catalog(LakeLocation),
 }
 
@@ -85,6 +86,16 @@ impl Endpoints {
         }
     }
 
+    /// The same components with the lake at `at` (the aws stack's: S3 and
+    /// Glue on its moto).
+    #[must_use]
+    pub fn with_lake(self, at: LakeLocation) -> Self {
+        Self {
+            lake: LakeAt::Catalog(at),
+            ..self
+        }
+    }
+
     /// Whether these are the local stack's components.
     #[must_use]
     pub fn is_local(&self) -> bool {
@@ -106,12 +117,11 @@ impl Endpoints {
 
     /// Open the lake the consumers write.
     pub async fn open_lake(&self) -> Result<Lake> {
-        let at = self.lake_location();
-        Lake::open_catalog(&at.catalog_db, &at.warehouse).await
+        Lake::open_at(&self.lake_location()).await
     }
 
-    /// Where the lake is: its sqlite catalog and its warehouse folder (for
-    /// readers other than lossproof: pyiceberg, dbt).
+    /// Where the lake is: its catalog and its warehouse (for readers other
+    /// than lossproof: pyiceberg, dbt).
     #[must_use]
     pub fn lake_location(&self) -> LakeLocation {
         match &self.lake {
@@ -318,6 +328,7 @@ mod tests {
             broker_link: 7,
             source_link: 8,
             registry_link: 9,
+            moto: 10,
         };
         let e = Endpoints::local(ports, Path::new("/state"));
         assert!(e.is_local());

@@ -48,6 +48,10 @@ pub async fn probe(component: Component, ports: &Ports, http: &reqwest::Client) 
                     root["version"].as_str().unwrap_or("?")
                 ))
             }
+            // moto's own API: answers once the server routes requests.
+            Component::Moto => http_ok(http, &format!("http://127.0.0.1:{port}/moto-api/config"))
+                .await
+                .map(|_| format!("moto server {}", crate::tools::MOTO_VERSION)),
         }
     })
     .await;

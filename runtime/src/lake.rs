@@ -1,5 +1,7 @@
-//! The local lake: an Iceberg SQL catalog in a sqlite file and a filesystem
-//! warehouse, both under the state directory.
+//! The lake: an Iceberg SQL catalog in a sqlite file and a filesystem
+//! warehouse, both under the state directory (the local stack), or, built
+//! with `--features aws`, an AWS Glue catalog and an S3 warehouse (the aws
+//! stack's moto: [`glue`]). Everything above this module sees one [`Lake`].
 //!
 //! ```text
 //! <state>/lake/catalog.db    the catalog (JDBC-catalog layout: `iceberg_tables`,
@@ -43,14 +45,17 @@ use iceberg::writer::file_writer::location_generator::{
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::{IcebergWriter as _, IcebergWriterBuilder as _};
-use iceberg::{Catalog as _, CatalogBuilder as _, NamespaceIdent, TableIdent};
+use iceberg::{CatalogBuilder as _, NamespaceIdent, TableIdent};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalog, SqlCatalogBuilder};
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, IoContext as _, Result};
+use crate::profile::LakeLocation;
 
 mod commit;
 mod compact;
+#[cfg(feature = "aws")]
+mod glue;
 mod maintenance;
 pub mod read;
 mod schema;
@@ -71,22 +76,31 @@ pub const CATALOG_NAME: &str = "lossproof";
 /// The lake's folder inside the state directory.
 const LAKE_DIR: &str = "lake";
 
-/// The local lake: its paths and an open catalog.
+/// The lake: where it is and an open catalog.
 #[derive(Debug)]
 pub struct Lake {
-    /// The folder of the catalog's sqlite file (`<state>/lake` locally).
-    root: PathBuf,
-    catalog_db: PathBuf,
-    warehouse: PathBuf,
-    catalog: SqlCatalog,
-    /// The same sqlite file, for the compare-and-swap of [`Lake::commit`].
-    db: sqlx::SqlitePool,
+    backend: Backend,
     /// Manifests this process has read, by path. Manifest files are
     /// immutable, and every commit of a writer that rewrites files reads the
     /// table's manifests again: parsing one re-validates its Avro schema,
     /// which was most of a commit's CPU before this cache (measured with
     /// `perf` on the correct consumer).
     manifests: std::sync::Mutex<HashMap<String, Arc<Manifest>>>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Sql {
+        /// The folder of the catalog's sqlite file (`<state>/lake` locally).
+        root: PathBuf,
+        catalog_db: PathBuf,
+        warehouse: PathBuf,
+        catalog: SqlCatalog,
+        /// The same sqlite file, for the compare-and-swap of [`Lake::commit`].
+        db: sqlx::SqlitePool,
+    },
+    #[cfg(feature = "aws")]
+    Glue(glue::Glue),
 }
 
 /// Manifests kept by [`Lake::manifest`] before the cache starts over.
@@ -97,17 +111,66 @@ impl Lake {
     /// sqlite file and the catalog's tables are created if missing
     /// (idempotent). Needs a tokio runtime.
     pub async fn open(state_root: &Path) -> Result<Self> {
-        let at = Self::location_in(state_root);
-        Self::open_catalog(&at.catalog_db, &at.warehouse).await
+        let root = state_root.join(LAKE_DIR);
+        Self::open_catalog(&root.join("catalog.db"), &root.join("warehouse")).await
     }
 
     /// Where the lake of the state directory at `state_root` is.
     #[must_use]
-    pub fn location_in(state_root: &Path) -> crate::profile::LakeLocation {
+    pub fn location_in(state_root: &Path) -> LakeLocation {
         let root = state_root.join(LAKE_DIR);
-        crate::profile::LakeLocation {
+        LakeLocation::Sql {
             catalog_db: root.join("catalog.db"),
             warehouse: root.join("warehouse"),
+        }
+    }
+
+    /// The lake at `at`.
+    pub async fn open_at(at: &LakeLocation) -> Result<Self> {
+        match at {
+            LakeLocation::Sql {
+                catalog_db,
+                warehouse,
+            } => Self::open_catalog(catalog_db, warehouse).await,
+            #[cfg(feature = "aws")]
+            LakeLocation::Glue(at) => Ok(Self {
+                backend: Backend::Glue(glue::Glue::open(at).await?),
+                manifests: std::sync::Mutex::default(),
+            }),
+            #[cfg(not(feature = "aws"))]
+            LakeLocation::Glue(at) => Err(Error::Setup(format!(
+                "the lake is a Glue catalog on S3 ({}): this lossproof was built without it \
+                 (cargo build --features aws)",
+                at.warehouse
+            ))),
+        }
+    }
+
+    /// Whether [`Lake::commit_all`] moves several tables all or nothing
+    /// (the SQL catalog) or one after another (Glue: [`glue`]).
+    #[must_use]
+    pub fn commits_tables_atomically(&self) -> bool {
+        match &self.backend {
+            Backend::Sql { .. } => true,
+            #[cfg(feature = "aws")]
+            Backend::Glue(_) => false,
+        }
+    }
+
+    /// Where this lake is.
+    #[must_use]
+    pub fn location(&self) -> LakeLocation {
+        match &self.backend {
+            Backend::Sql {
+                catalog_db,
+                warehouse,
+                ..
+            } => LakeLocation::Sql {
+                catalog_db: catalog_db.clone(),
+                warehouse: warehouse.clone(),
+            },
+            #[cfg(feature = "aws")]
+            Backend::Glue(glue) => LakeLocation::Glue(glue.location().clone()),
         }
     }
 
@@ -143,17 +206,15 @@ impl Lake {
             .await
             .map_err(|e| Error::Setup(format!("cannot open {}: {e}", catalog_db.display())))?;
         Ok(Self {
-            root,
-            catalog_db,
-            warehouse,
-            catalog,
-            db,
+            backend: Backend::Sql {
+                root,
+                catalog_db,
+                warehouse,
+                catalog,
+                db,
+            },
             manifests: std::sync::Mutex::default(),
         })
-    }
-
-    fn db(&self) -> &sqlx::SqlitePool {
-        &self.db
     }
 
     /// The manifest `file` of `table`, read once per process.
@@ -184,32 +245,78 @@ impl Lake {
 
     /// The iceberg catalog (namespaces, tables, commits).
     #[must_use]
-    pub fn catalog(&self) -> &SqlCatalog {
-        &self.catalog
+    pub fn catalog(&self) -> &dyn iceberg::Catalog {
+        match &self.backend {
+            Backend::Sql { catalog, .. } => catalog,
+            #[cfg(feature = "aws")]
+            Backend::Glue(glue) => glue.catalog(),
+        }
     }
 
-    /// `<state>/lake`.
+    /// Where the lake is, for a person: `<state>/lake`, or the S3 warehouse.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Sql { root, .. } => root.display().to_string(),
+            #[cfg(feature = "aws")]
+            Backend::Glue(glue) => format!("Glue catalog, warehouse {}", glue.location().warehouse),
+        }
+    }
+
+    /// The local lake's sqlite file, folder of that file and warehouse
+    /// folder; `None` on S3.
+    #[cfg_attr(
+        not(feature = "aws"),
+        expect(clippy::unnecessary_wraps, reason = "None on the S3 lake")
+    )]
+    fn local(&self) -> Option<(&Path, &Path, &Path)> {
+        match &self.backend {
+            Backend::Sql {
+                root,
+                catalog_db,
+                warehouse,
+                ..
+            } => Some((catalog_db, root, warehouse)),
+            #[cfg(feature = "aws")]
+            Backend::Glue(_) => None,
+        }
+    }
+
+    /// `<state>/lake` (the local lake only).
+    ///
+    /// # Panics
+    /// On the S3 lake.
     #[must_use]
     pub fn root(&self) -> &Path {
-        &self.root
+        self.local().expect("a local lake").1
     }
 
-    /// The sqlite file holding the catalog.
+    /// The sqlite file holding the catalog (the local lake only).
+    ///
+    /// # Panics
+    /// On the S3 lake.
     #[must_use]
     pub fn catalog_db(&self) -> PathBuf {
-        self.catalog_db.clone()
+        self.local().expect("a local lake").0.to_owned()
     }
 
-    /// The warehouse folder.
+    /// The warehouse folder (the local lake only).
+    ///
+    /// # Panics
+    /// On the S3 lake.
     #[must_use]
     pub fn warehouse(&self) -> PathBuf {
-        self.warehouse.clone()
+        self.local().expect("a local lake").2.to_owned()
     }
 
-    /// The warehouse as the `file://` URI both sides use.
+    /// The warehouse as the URI both sides use (`file://…` or `s3://…`).
     #[must_use]
     pub fn warehouse_uri(&self) -> String {
-        file_uri(&self.warehouse())
+        match &self.backend {
+            Backend::Sql { warehouse, .. } => file_uri(warehouse),
+            #[cfg(feature = "aws")]
+            Backend::Glue(glue) => glue.location().warehouse.clone(),
+        }
     }
 
     /// The catalog as a `SQLAlchemy` URL, for pyiceberg's `SqlCatalog(uri=…)`
@@ -222,8 +329,8 @@ impl Lake {
     /// Create `namespace` unless it exists.
     pub async fn ensure_namespace(&self, namespace: &str) -> iceberg::Result<NamespaceIdent> {
         let ident = NamespaceIdent::new(namespace.to_owned());
-        if !self.catalog.namespace_exists(&ident).await? {
-            self.catalog
+        if !self.catalog().namespace_exists(&ident).await? {
+            self.catalog()
                 .create_namespace(&ident, HashMap::new())
                 .await?;
         }
@@ -234,11 +341,11 @@ impl Lake {
     /// does not exist (yet).
     pub async fn table_names(&self, namespace: &str) -> iceberg::Result<Vec<String>> {
         let ident = NamespaceIdent::new(namespace.to_owned());
-        if !self.catalog.namespace_exists(&ident).await? {
+        if !self.catalog().namespace_exists(&ident).await? {
             return Ok(Vec::new());
         }
         let mut names: Vec<String> = self
-            .catalog
+            .catalog()
             .list_tables(&ident)
             .await?
             .into_iter()
@@ -251,21 +358,42 @@ impl Lake {
     /// Drop every table of `namespace`, the namespace, and its files.
     pub async fn drop_namespace(&self, namespace: &str) -> iceberg::Result<()> {
         let ident = NamespaceIdent::new(namespace.to_owned());
-        if !self.catalog.namespace_exists(&ident).await? {
+        if !self.catalog().namespace_exists(&ident).await? {
             return Ok(());
         }
-        for table in self.catalog.list_tables(&ident).await? {
-            self.catalog.drop_table(&table).await?;
+        // Where each table's files are (the S3 lake has no folder to remove).
+        let mut locations = Vec::new();
+        for table in self.catalog().list_tables(&ident).await? {
+            if self.local().is_none()
+                && let Ok(loaded) = self.catalog().load_table(&table).await
+            {
+                locations.push((
+                    loaded.file_io().clone(),
+                    loaded.metadata().location().to_owned(),
+                ));
+            }
+            self.catalog().drop_table(&table).await?;
         }
-        self.catalog.drop_namespace(&ident).await?;
-        let folder = self.warehouse().join(namespace);
-        if folder.exists() {
-            std::fs::remove_dir_all(&folder).map_err(|e| {
-                iceberg::Error::new(
-                    iceberg::ErrorKind::Unexpected,
-                    format!("remove {}: {e}", folder.display()),
-                )
-            })?;
+        self.catalog().drop_namespace(&ident).await?;
+        match &self.backend {
+            Backend::Sql { warehouse, .. } => {
+                let folder = warehouse.join(namespace);
+                if folder.exists() {
+                    std::fs::remove_dir_all(&folder).map_err(|e| {
+                        iceberg::Error::new(
+                            iceberg::ErrorKind::Unexpected,
+                            format!("remove {}: {e}", folder.display()),
+                        )
+                    })?;
+                }
+            }
+            #[cfg(feature = "aws")]
+            Backend::Glue(_) => {
+                for (io, location) in locations {
+                    io.delete_prefix(&format!("{}/", location.trim_end_matches('/')))
+                        .await?;
+                }
+            }
         }
         Ok(())
     }
@@ -290,12 +418,12 @@ impl Lake {
             .add_data_files(data_files)
             .set_snapshot_properties(snapshot_properties)
             .apply(tx)?;
-        tx.commit(&self.catalog).await
+        tx.commit(self.catalog()).await
     }
 
     /// Every row of the table's current snapshot, as Arrow (deletes applied).
     pub async fn scan(&self, ident: &TableIdent) -> iceberg::Result<Vec<RecordBatch>> {
-        let table = self.catalog.load_table(ident).await?;
+        let table = self.catalog().load_table(ident).await?;
         table
             .scan()
             .select_all()

@@ -34,7 +34,7 @@ pub mod supervisor;
 pub mod tools;
 pub mod versions;
 
-pub use component::Component;
+pub use component::{Component, StackProfile};
 pub use connect::ConnectClient;
 pub use endpoints::Endpoints;
 pub use error::{Error, Result};

@@ -51,6 +51,12 @@ pub struct Names {
     pub state_machine: String,
     pub tasks_queue: String,
     pub alerts_queue: String,
+    /// The lake's, the marts' and the access logs' S3 buckets.
+    pub buckets: Vec<String>,
+    /// The lake's bucket (one of `buckets`): the aws stack's warehouse.
+    pub lake_bucket: String,
+    /// The lake's Glue database (Glue names take no hyphens).
+    pub glue_database: String,
 }
 
 impl Names {
@@ -60,6 +66,11 @@ impl Names {
             state_machine: format!("{prefix}-nightly"),
             tasks_queue: format!("{prefix}-nightly-tasks"),
             alerts_queue: format!("{prefix}-nightly-alerts"),
+            buckets: ["access-logs", "lake", "marts"]
+                .map(|b| format!("{prefix}-{b}"))
+                .into(),
+            lake_bucket: format!("{prefix}-lake"),
+            glue_database: format!("{prefix}_lake"),
         }
     }
 }
@@ -90,6 +101,10 @@ impl Task {
 /// What the driver is asked to do (written to its stdin as JSON).
 #[derive(Debug, Clone, Serialize)]
 pub struct Job {
+    /// `execute` (one execution of the workflow, its tasks served) or
+    /// `provision` (create every resource terraform/ declares, then report
+    /// them: how `lossproof up --profile aws` prepares its moto).
+    pub mode: &'static str,
     /// moto's URL; `None` for real AWS (boto3's own endpoints).
     pub endpoint: Option<String>,
     /// Tell moto to execute state machines (it only records them otherwise).
@@ -115,6 +130,7 @@ impl Job {
     #[must_use]
     pub fn on_emulator(endpoint: String, execution: String, run: &str, timeout: Duration) -> Self {
         Self {
+            mode: "execute",
             endpoint: Some(endpoint),
             emulator: true,
             region: EMULATOR_REGION.to_owned(),
@@ -159,11 +175,20 @@ pub struct Attempt {
     pub output: String,
 }
 
-/// What exists on the AWS side after the execution.
+/// What exists on the AWS side (after the execution, or the provisioning),
+/// each list sorted.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Resources {
     pub queues: Vec<String>,
     pub state_machines: Vec<StateMachine>,
+    pub buckets: Vec<String>,
+    pub glue_databases: Vec<String>,
+}
+
+/// What a `provision` job reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Provisioned {
+    resources: Resources,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -187,22 +212,8 @@ impl Moto {
     pub fn start(tools: &Tools, log: &Path, limit: Duration) -> Result<Self> {
         let python = nightly_python(tools)?;
         let port = free_port()?;
-        let mut process = Supervised::new(
-            "moto",
-            python,
-            vec![
-                "-c".into(),
-                MOTO_SERVER.into(),
-                "-H".into(),
-                "127.0.0.1".into(),
-                "-p".into(),
-                port.to_string().into(),
-            ],
-            log.to_owned(),
-        )
-        // moto's own calls between services (Step Functions -> SQS) go to
-        // MOTO_PORT, 5000 unless set (AWS_DBT.md).
-        .env("MOTO_PORT", port.to_string());
+        let mut process = Supervised::new("moto", python, moto_args(port), log.to_owned())
+            .env("MOTO_PORT", port.to_string());
         let started = Instant::now();
         process.start().context(|| "start moto server".to_owned())?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
@@ -240,10 +251,88 @@ impl Moto {
     }
 }
 
+/// The aws stack's lake: Glue on its moto at `endpoint`, the warehouse in
+/// the lake bucket terraform/ declares.
+#[must_use]
+pub fn emulated_lake(endpoint: String) -> crate::profile::LakeLocation {
+    crate::profile::LakeLocation::Glue(crate::profile::GlueLocation {
+        endpoint: Some(endpoint),
+        region: EMULATOR_REGION.to_owned(),
+        warehouse: format!(
+            "s3://{}/warehouse",
+            Names::with_prefix(DEFAULT_PREFIX).lake_bucket
+        ),
+        emulator: true,
+    })
+}
+
+/// The credentials every client of moto gets (moto takes any; never a
+/// user's real ones), as environment variables.
+#[must_use]
+pub fn emulator_credentials() -> Vec<(String, String)> {
+    ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+        .map(|k| (k.to_owned(), "lossproof".to_owned()))
+        .into()
+}
+
+/// moto server's arguments after the Python interpreter (the nightly
+/// virtualenv's) on loopback port `port`.
+fn moto_args(port: u16) -> Vec<std::ffi::OsString> {
+    vec![
+        "-c".into(),
+        MOTO_SERVER.into(),
+        "-H".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port.to_string().into(),
+    ]
+}
+
+/// moto server as a component of an `aws` stack (`lossproof up --profile
+/// aws`) on `port`: it outlives the command that starts it, like the other
+/// components, so no `LOSSPROOF_PARENT_PID`. moto's own calls between
+/// services (Step Functions -> SQS) go to `MOTO_PORT`, 5000 unless set
+/// (AWS_DBT.md).
+pub fn moto_command(tools: &Tools, port: u16) -> Result<Command> {
+    let mut command = Command::new(nightly_python(tools)?);
+    command
+        .args(moto_args(port))
+        .env("MOTO_PORT", port.to_string())
+        .env_remove(PARENT_PID_VAR);
+    Ok(command)
+}
+
+/// Create on the moto server at `endpoint` every resource terraform/
+/// declares (buckets, Glue database, queues, the state machine), each only
+/// if missing, and return what exists; the driver's stderr goes to `log`.
+pub fn provision(tools: &Tools, endpoint: &str, log: &Path) -> Result<Resources> {
+    let job = Job {
+        mode: "provision",
+        execution: String::new(),
+        ..Job::on_emulator(
+            endpoint.to_owned(),
+            String::new(),
+            "",
+            Duration::from_mins(1),
+        )
+    };
+    let provisioned: Provisioned = run_driver(tools, &job, &emulator_credentials(), log)?;
+    Ok(provisioned.resources)
+}
+
 /// Run the driver on `job` with `env` added to its environment (and its
 /// tasks'); its stderr goes to `log`. Bounded by the job's timeout plus a
 /// minute; the driver's process group is killed on every way out.
 pub fn drive(tools: &Tools, job: &Job, env: &[(String, String)], log: &Path) -> Result<Report> {
+    run_driver(tools, job, env, log)
+}
+
+fn run_driver<T: serde::de::DeserializeOwned>(
+    tools: &Tools,
+    job: &Job,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<T> {
     let python = nightly_python(tools)?;
     let stderr = std::fs::OpenOptions::new()
         .create(true)

@@ -25,13 +25,17 @@ pub struct Ports {
     pub source_link: u16,
     #[serde(default)]
     pub registry_link: u16,
+    /// moto server's (the `aws` profile); 0 in a record written before it
+    /// existed: `up --profile aws` then picks one.
+    #[serde(default)]
+    pub moto: u16,
 }
 
 impl Ports {
     /// Distinct free ports on 127.0.0.1 (all held open while choosing, so
     /// none is handed out twice).
     pub fn allocate() -> Result<Self> {
-        let listeners: Vec<TcpListener> = (0..9)
+        let listeners: Vec<TcpListener> = (0..10)
             .map(|_| {
                 TcpListener::bind("127.0.0.1:0").context(|| "bind a free loopback port".to_owned())
             })
@@ -52,6 +56,7 @@ impl Ports {
             broker_link: port(6)?,
             source_link: port(7)?,
             registry_link: port(8)?,
+            moto: port(9)?,
         })
     }
 

@@ -118,12 +118,30 @@ pub struct Http {
     pub password: Option<Secret>,
 }
 
-/// Where the lake is: an Iceberg SQL catalog (a sqlite file) and its
-/// warehouse folder, both absolute paths.
+/// Where the lake is.
 #[derive(Debug, Clone)]
-pub struct LakeLocation {
-    pub catalog_db: PathBuf,
-    pub warehouse: PathBuf,
+pub enum LakeLocation {
+    /// An Iceberg SQL catalog (a sqlite file) and its warehouse folder,
+    /// both absolute paths: the local stack's, or a profile's.
+    Sql {
+        catalog_db: PathBuf,
+        warehouse: PathBuf,
+    },
+    /// An AWS Glue catalog with an S3 warehouse: the aws stack's moto.
+    Glue(GlueLocation),
+}
+
+/// A Glue catalog and its S3 warehouse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlueLocation {
+    /// Glue's and S3's endpoint (moto's URL); `None`: AWS's own.
+    pub endpoint: Option<String>,
+    pub region: String,
+    /// `s3://bucket/prefix`.
+    pub warehouse: String,
+    /// moto: fixed dummy credentials and path-style S3 addressing, never a
+    /// user's credentials.
+    pub emulator: bool,
 }
 
 // The file's shape. Unknown keys are errors: a misspelt `pasword` must not
@@ -340,7 +358,7 @@ impl Profile {
                         warehouse.display()
                     )));
                 }
-                LakeLocation {
+                LakeLocation::Sql {
                     catalog_db,
                     warehouse,
                 }
@@ -447,8 +465,15 @@ warehouse = "/srv/lake/warehouse"
         assert_eq!(p.source.password.as_ref().unwrap().expose(), "pg-hunter2");
         assert_eq!(p.kafka.secrets["sasl.password"].expose(), "kafka-hunter2");
         assert_eq!(p.registry.url, "http://registry:8081");
-        assert_eq!(p.lake.warehouse, Path::new("/srv/lake/warehouse"));
-        assert_eq!(p.lake.catalog_db, Path::new("/srv/lake/catalog.db"));
+        let LakeLocation::Sql {
+            catalog_db,
+            warehouse,
+        } = &p.lake
+        else {
+            panic!("a SQL catalog: {:?}", p.lake)
+        };
+        assert_eq!(warehouse, Path::new("/srv/lake/warehouse"));
+        assert_eq!(catalog_db, Path::new("/srv/lake/catalog.db"));
     }
 
     /// Whatever prints a profile (logs, errors, records built with `{:?}`)

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::component::Component;
+use crate::component::{Component, StackProfile};
 use crate::connect::{ConnectClient, ConnectorStatus};
 use crate::endpoints::Endpoints;
 use crate::error::{Error, Result};
@@ -34,6 +34,9 @@ use crate::{connect, postgres};
 pub const SOURCE_DATABASE: &str = "lossproof";
 /// The broker's storage database.
 const BROKER_DATABASE: &str = "nisshi";
+/// What `up --profile aws` created on moto (`<state>/moto/resources.json`):
+/// buckets, Glue databases, queues, state machines.
+pub const RESOURCES_FILE: &str = "resources.json";
 /// How long a command waits for another to release the state dir.
 const LOCK_WAIT: Duration = Duration::from_mins(2);
 
@@ -80,6 +83,7 @@ pub struct ConnectorReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusReport {
     pub state_dir: PathBuf,
+    pub profile: StackProfile,
     pub components: Vec<ComponentStatus>,
     pub connectors: Vec<ConnectorReport>,
     pub slots: Vec<SlotStatus>,
@@ -126,15 +130,45 @@ impl Stack {
 
     /// Where each component is, for every client lossproof opens.
     pub fn endpoints(&self) -> Result<Endpoints> {
-        match &self.profile {
-            Some(profile) => Ok(Endpoints::external(profile)),
-            None => Ok(Endpoints::local(self.ports()?, self.state.root())),
+        if let Some(profile) = &self.profile {
+            return Ok(Endpoints::external(profile));
         }
+        let ports = self.ports()?;
+        let local = Endpoints::local(ports, self.state.root());
+        Ok(match self.stack_profile()? {
+            StackProfile::Local => local,
+            StackProfile::Aws => {
+                local.with_lake(crate::nightly::emulated_lake(moto_endpoint(&ports)))
+            }
+        })
     }
 
     #[must_use]
     pub fn state(&self) -> &StateDir {
         &self.state
+    }
+
+    /// The profile `up` recorded (`local` before any `up`).
+    pub fn stack_profile(&self) -> Result<StackProfile> {
+        Ok(self.state.load()?.profile)
+    }
+
+    /// The stack's moto server (`http://127.0.0.1:PORT`) and its process,
+    /// when this is an `aws` stack whose moto runs.
+    pub fn moto(&self) -> Result<Option<(String, ProcessRecord)>> {
+        let record = self.state.load()?;
+        Ok(
+            match (
+                record.profile,
+                record.ports,
+                record.processes.get(&Component::Moto),
+            ) {
+                (StackProfile::Aws, Some(ports), Some(process)) if process.alive() => {
+                    Some((moto_endpoint(&ports), *process))
+                }
+                _ => None,
+            },
+        )
     }
 
     /// The recorded ports, once `up` has chosen them.
@@ -152,7 +186,13 @@ impl Stack {
     }
 
     /// Bring every component to healthy. `progress` receives one line per step.
-    pub async fn up(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+    /// `profile` chooses the components (recorded for later commands); `None`
+    /// keeps the recorded one (`local` for a new state directory).
+    pub async fn up(
+        &self,
+        profile: Option<StackProfile>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<()> {
         if let Some(profile) = &self.profile {
             return Err(Error::Setup(format!(
                 "profile `{}` names external components: lossproof does not start them",
@@ -168,7 +208,7 @@ impl Stack {
             armed: true,
         };
         let result = tokio::select! {
-            result = Box::pin(self.up_locked(progress)) => result,
+            result = Box::pin(self.up_locked(profile, progress)) => result,
             () = interrupted() => Err(Error::Interrupted),
         };
         if result.is_err() {
@@ -179,17 +219,48 @@ impl Stack {
         result
     }
 
-    async fn up_locked(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
+    async fn up_locked(
+        &self,
+        profile: Option<StackProfile>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<()> {
         let mut record = self.state.load()?;
-        let ports = if let Some(ports) = record.ports.filter(Ports::complete) {
-            ports
-        } else {
-            let ports = Ports::allocate()?;
-            record.ports = Some(ports);
+        if let Some(profile) = profile.filter(|p| *p != record.profile) {
+            // Components the new profile does not run are stopped.
+            for component in record.profile.components() {
+                if !profile.components().contains(component)
+                    && let Some(process) = record.processes.remove(component)
+                {
+                    process.stop(component.stop_signal(), component.stop_grace());
+                    progress(&format!(
+                        "{component:<16} stopped (not in profile {profile})"
+                    ));
+                }
+            }
+            record.profile = profile;
             self.state.save(&record)?;
-            ports
+        }
+        let ports = match record.ports.filter(Ports::complete) {
+            // A record from before moto existed has no port for it.
+            Some(ports) if ports.moto == 0 => {
+                let ports = Ports {
+                    moto: Ports::allocate()?.moto,
+                    ..ports
+                };
+                record.ports = Some(ports);
+                self.state.save(&record)?;
+                ports
+            }
+            Some(ports) => ports,
+            None => {
+                let ports = Ports::allocate()?;
+                record.ports = Some(ports);
+                self.state.save(&record)?;
+                ports
+            }
         };
-        for component in Component::ALL {
+        progress(&format!("{:<16} {}", "profile", record.profile));
+        for &component in record.profile.components() {
             if let Some(process) = record.processes.get(&component).copied() {
                 if process.alive()
                     && self
@@ -246,9 +317,15 @@ impl Stack {
                 process.pid
             ));
         }
-        // The lake is files only (no process): created once, idempotently.
-        let lake = Lake::open(self.state.root()).await?;
-        progress(&format!("{:<16} ready ({})", "lake", lake.root().display()));
+        // The local lake is files only (no process): created once,
+        // idempotently; the aws stack's is in moto's S3 and Glue.
+        let lake = match record.profile {
+            StackProfile::Local => Lake::open(self.state.root()).await?,
+            StackProfile::Aws => {
+                Lake::open_at(&crate::nightly::emulated_lake(moto_endpoint(&ports))).await?
+            }
+        };
+        progress(&format!("{:<16} ready ({})", "lake", lake.describe()));
         Ok(())
     }
 
@@ -336,6 +413,7 @@ impl Stack {
                 command
             }
             Component::Connect => connect::command(&dir, ports, &self.tools)?,
+            Component::Moto => crate::nightly::moto_command(&self.tools, ports.moto)?,
         };
         ProcessRecord::spawn(&mut command, &log)
     }
@@ -401,6 +479,25 @@ impl Stack {
                 // A run killed during `fill broker` left it read-only.
                 set_broker_storage_writable(ports, true).await.map(drop)
             }
+            Component::Moto => {
+                // What terraform/ declares, created on the emulator.
+                let log = self.state.log_path(component);
+                let (tools, endpoint) = (self.tools.clone(), moto_endpoint(ports));
+                let resources = tokio::task::spawn_blocking(move || {
+                    crate::nightly::provision(&tools, &endpoint, &log)
+                })
+                .await
+                .map_err(|e| Error::Setup(format!("provisioning moto panicked: {e}")))??;
+                let written = self.state.component_dir(component)?.join(RESOURCES_FILE);
+                std::fs::write(
+                    &written,
+                    serde_json::to_string_pretty(&resources).expect("resources serialise"),
+                )
+                .map_err(|e| Error::Io {
+                    what: format!("write {}", written.display()),
+                    source: e,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -429,6 +526,7 @@ impl Stack {
     fn stop_all(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<()> {
         let mut record = self.state.load()?;
         for component in Component::ALL.into_iter().rev() {
+            // Every recorded process, whatever the profile.
             if let Some(process) = record.processes.remove(&component) {
                 let was_alive = process.alive();
                 process.stop(component.stop_signal(), component.stop_grace());
@@ -457,13 +555,15 @@ impl Stack {
             return Ok(false);
         }
         let record = self.state.load()?;
-        let all_alive = Component::ALL
+        let all_alive = record
+            .profile
+            .components()
             .iter()
             .all(|c| record.processes.get(c).is_some_and(ProcessRecord::alive));
         if all_alive {
             return Ok(false);
         }
-        self.up(progress).await?;
+        self.up(None, progress).await?;
         Ok(true)
     }
 
@@ -477,7 +577,7 @@ impl Stack {
     pub async fn status(&self) -> Result<StatusReport> {
         let record = self.state.load()?;
         let ports = record.ports;
-        let probes = Component::ALL.map(|component| {
+        let probes = record.profile.components().iter().map(|&component| {
             let process = record.processes.get(&component).copied();
             let http = self.http.clone();
             async move {
@@ -562,6 +662,7 @@ impl Stack {
         }
         Ok(StatusReport {
             state_dir: self.state.root().to_owned(),
+            profile: record.profile,
             components,
             connectors,
             slots,
@@ -575,6 +676,10 @@ impl Stack {
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
+}
+
+fn moto_endpoint(ports: &Ports) -> String {
+    format!("http://127.0.0.1:{}", ports.moto)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::component::Component;
+use crate::component::{Component, StackProfile};
 use crate::error::{Error, IoContext as _, Result};
 use crate::ports::Ports;
 use crate::process::ProcessRecord;
@@ -30,6 +30,10 @@ pub struct StackRecord {
     /// Where each `PostgreSQL` cluster's files are (the state dir, or a
     /// fallback the `postgres` user can reach).
     pub postgres_dirs: BTreeMap<Component, PathBuf>,
+    /// Which components this stack runs (`up --profile`); `local` in a
+    /// record written before profiles existed.
+    #[serde(default)]
+    pub profile: StackProfile,
 }
 
 impl StateDir {

@@ -16,6 +16,8 @@ pub const PYICEBERG_VERSION: &str = "0.12.0";
 /// The nightly's virtualenv (dbt, moto server, boto3, python-hcl2); the
 /// key changes with its pins in `bootstrap.sh`.
 pub const NIGHTLY_VENV_KEY: &str = "1";
+/// moto's version in that virtualenv (pinned in `bootstrap.sh`).
+pub const MOTO_VERSION: &str = "5.2.5";
 
 /// The bootstrap script, shipped inside the binary so `lossproof up` works
 /// from anywhere.

@@ -34,7 +34,7 @@ use iceberg::spec::{
     TableMetadataBuilder,
 };
 use iceberg::table::Table;
-use iceberg::{Catalog as _, MetadataLocation, TableIdent};
+use iceberg::{MetadataLocation, TableIdent};
 
 use super::{Lake, unique_prefix};
 
@@ -140,11 +140,11 @@ pub enum CommitError {
         #[source]
         source: iceberg::Error,
     },
-    #[error("commit on {table} failed in the catalog database: {source}")]
+    #[error("commit on {table} failed in the catalog: {source}")]
     Catalog {
         table: TableIdent,
         #[source]
-        source: sqlx::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -209,7 +209,10 @@ impl Lake {
     /// location, and only if every table still points at its base. A crash
     /// or a conflict leaves every table as it was (the staged files are
     /// orphans). The SQL catalog can do this because all tables live in one
-    /// database; a REST catalog would need `commit_transaction`.
+    /// database; a REST catalog would need `commit_transaction`. Glue cannot:
+    /// there the tables are swapped in the order given, each under the base
+    /// check, and a crash or a conflict can leave the first ones committed
+    /// ([`Lake::commits_tables_atomically`]).
     pub async fn commit_all(
         &self,
         commits: Vec<(&Table, Commit)>,
@@ -248,57 +251,30 @@ impl Lake {
             })
     }
 
-    /// Point each `(table, base, new)` at `new` in one catalog transaction,
-    /// if every one still points at its `base`; else nothing changes and the
-    /// first table that moved is named in the conflict.
+    /// Point each `(table, base, new)` at `new` if every one still points
+    /// at its `base`; else the first table that moved is named in the
+    /// conflict. On the SQL catalog this is one database transaction: all or
+    /// nothing. Glue has no multi-table transaction: there each table is
+    /// swapped in turn, in the order given, each with Glue's own optimistic
+    /// lock, and a conflict on one leaves the ones before it swapped
+    /// ([`super::glue`]: writers put the table whose snapshot records their
+    /// position last).
     pub(super) async fn swap_all(
         &self,
         swaps: &[(TableIdent, String, String)],
     ) -> Result<(), CommitError> {
-        let Some((first, _, _)) = swaps.first() else {
-            return Ok(());
-        };
-        let catalog_error = |table: &TableIdent| {
-            let table = table.clone();
-            move |source| CommitError::Catalog { table, source }
-        };
-        let mut tx = self.db().begin().await.map_err(catalog_error(first))?;
-        for (table, base, new) in swaps {
-            let swapped = sqlx::query(
-                "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
-                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
-                   AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
-            )
-            .bind(new)
-            .bind(base)
-            .bind(super::CATALOG_NAME)
-            .bind(table.namespace().join("."))
-            .bind(table.name())
-            .bind(base)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_error(table))?
-            .rows_affected();
-            if swapped != 1 {
-                tx.rollback().await.map_err(catalog_error(table))?;
-                let head: Option<String> = sqlx::query_scalar(
-                    "SELECT metadata_location FROM iceberg_tables \
-                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
-                )
-                .bind(super::CATALOG_NAME)
-                .bind(table.namespace().join("."))
-                .bind(table.name())
-                .fetch_optional(self.db())
-                .await
-                .map_err(catalog_error(table))?;
-                return Err(CommitError::Conflict {
-                    table: table.clone(),
-                    base: base.clone(),
-                    head: head.unwrap_or_else(|| "no table (dropped)".to_owned()),
-                });
+        match &self.backend {
+            super::Backend::Sql { db, .. } => swap_all_sql(db, swaps).await,
+            #[cfg(feature = "aws")]
+            super::Backend::Glue(glue) => {
+                for (table, base, new) in swaps {
+                    // The AWS SDK's futures are large: boxed, so every
+                    // commit's future stays small.
+                    Box::pin(glue.swap(table, base, new)).await?;
+                }
+                Ok(())
             }
         }
-        tx.commit().await.map_err(catalog_error(first))
     }
 
     /// Make each `target` table point at the current metadata of its
@@ -727,4 +703,59 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// [`Lake::swap_all`] on the SQL catalog: one transaction over the
+/// `iceberg_tables` rows.
+async fn swap_all_sql(
+    db: &sqlx::SqlitePool,
+    swaps: &[(TableIdent, String, String)],
+) -> Result<(), CommitError> {
+    let Some((first, _, _)) = swaps.first() else {
+        return Ok(());
+    };
+    let catalog_error = |table: &TableIdent| {
+        let table = table.clone();
+        move |source: sqlx::Error| CommitError::Catalog {
+            table,
+            source: source.into(),
+        }
+    };
+    let mut tx = db.begin().await.map_err(catalog_error(first))?;
+    for (table, base, new) in swaps {
+        let swapped = sqlx::query(
+            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+                   AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+        )
+        .bind(new)
+        .bind(base)
+        .bind(super::CATALOG_NAME)
+        .bind(table.namespace().join("."))
+        .bind(table.name())
+        .bind(base)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_error(table))?
+        .rows_affected();
+        if swapped != 1 {
+            tx.rollback().await.map_err(catalog_error(table))?;
+            let head: Option<String> = sqlx::query_scalar(
+                "SELECT metadata_location FROM iceberg_tables \
+                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+            )
+            .bind(super::CATALOG_NAME)
+            .bind(table.namespace().join("."))
+            .bind(table.name())
+            .fetch_optional(db)
+            .await
+            .map_err(catalog_error(table))?;
+            return Err(CommitError::Conflict {
+                table: table.clone(),
+                base: base.clone(),
+                head: head.unwrap_or_else(|| "no table (dropped)".to_owned()),
+            });
+        }
+    }
+    tx.commit().await.map_err(catalog_error(first))
 }

@@ -21,9 +21,9 @@
 
 use std::time::{Duration, Instant};
 
+use iceberg::TableIdent;
 use iceberg::spec::DataContentType;
 use iceberg::table::Table;
-use iceberg::{Catalog as _, TableIdent};
 
 use super::maintenance::MaintenanceError;
 use super::{Commit, CommitError, Lake, latest_properties, write_data_files};

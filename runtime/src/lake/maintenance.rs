@@ -20,9 +20,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use iceberg::TableIdent;
 use iceberg::spec::TableMetadataBuilder;
 use iceberg::table::Table;
-use iceberg::{Catalog as _, TableIdent};
 
 use super::{CommitError, Lake};
 

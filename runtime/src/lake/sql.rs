@@ -12,7 +12,7 @@ use datafusion::catalog::{MemorySchemaProvider, SchemaProvider as _};
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
-use iceberg::{Catalog as _, NamespaceIdent};
+use iceberg::NamespaceIdent;
 
 use super::Lake;
 use super::read::ReadError;

@@ -19,7 +19,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use iceberg::Catalog as _;
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Row, Schemas};
 use lossproof_runtime::lake::{Commit, write_data_files, write_equality_deletes};

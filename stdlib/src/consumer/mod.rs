@@ -19,7 +19,7 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-use iceberg::{Catalog as _, NamespaceIdent, TableCreation, TableIdent};
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_lang::vocabulary::{TableSig, WorkloadSig};
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use iceberg::{Catalog as _, NamespaceIdent, TableIdent};
+use iceberg::{NamespaceIdent, TableIdent};
 use lossproof_lang::plan::PlannedAction;
 use lossproof_runtime::lake::{CommitError, Compacted, MaintenanceError, Retain};
 use serde::{Deserialize, Serialize};

@@ -75,22 +75,27 @@ pub async fn run(ctx: &Ctx<'_>, _action: &PlannedAction) -> Fired {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .ok_or_else(|| Error::NotFired(format!("the nightly's report {written} is unreadable")))?;
-    // "moto server on 127.0.0.1:P: ready in 1.4 s, 55 MB resident", then
-    // "moto server after the workflow: 160 MB resident".
-    let moto_start = stdout
+    // "moto server on 127.0.0.1:P: ready in 1.4 s, 55 MB resident" (one
+    // started for this nightly) or "moto server of the aws stack on
+    // http://127.0.0.1:P: 120 MB resident", then "moto server after the
+    // workflow: 160 MB resident".
+    let (whose, moto_start) = stdout
         .lines()
-        .find_map(|l| {
-            l.strip_prefix("moto server on ")?
-                .split_once(": ")
-                .map(|(_, m)| m)
-        })
-        .unwrap_or("?");
+        .filter(|l| !l.starts_with("moto server after"))
+        .find_map(|l| l.strip_prefix("moto server ")?.split_once(": "))
+        .map_or(("moto server", "?"), |(place, figures)| {
+            if place.starts_with("of the aws stack") {
+                ("the aws stack's moto server", figures)
+            } else {
+                ("moto server", figures)
+            }
+        });
     let moto_end = stdout
         .lines()
         .find_map(|l| l.strip_prefix("moto server after the workflow: "))
         .unwrap_or("?");
     Ok(format!(
-        "{} ({:.1} s; moto server {moto_start}, {moto_end} after)",
+        "{} ({:.1} s; {whose} {moto_start}, {moto_end} after)",
         outcome(&report),
         started.elapsed().as_secs_f64()
     ))

@@ -138,7 +138,7 @@ fn component(ctx: &Ctx<'_>, c: Component) -> Result<lossproof_runtime::ProcessRe
 
 /// `up` starts whatever is down again (bounded by its own health probes).
 async fn repair(ctx: &Ctx<'_>) -> Result<()> {
-    ctx.stack.up(&|_| {}).await?;
+    ctx.stack.up(None, &|_| {}).await?;
     Ok(())
 }
 

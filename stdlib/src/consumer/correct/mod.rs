@@ -791,16 +791,20 @@ async fn try_batch(
         .into_iter()
         .map(|(t, c)| (&state.tables[t].table, c))
         .collect();
-    all.push((
-        &state.state_table,
-        state_commit.with_properties(properties.clone()),
-    ));
-    if !dead_files.is_empty() {
+    let dead_lettered = !dead_files.is_empty();
+    if dead_lettered {
         all.push((
             &state.dead_letters,
             Commit::append(dead_files).with_properties(properties.clone()),
         ));
     }
+    // LAST: where a catalog cannot swap several tables at once (Glue), a
+    // crash between swaps leaves `_lp_state` behind the others, and the
+    // consumer resumes from its position (state.rs, `reload`).
+    all.push((
+        &state.state_table,
+        state_commit.with_properties(properties.clone()),
+    ));
     let started = std::time::Instant::now();
     let committed = lake.commit_all(all).await;
     report.time.commit += started.elapsed();
@@ -827,6 +831,11 @@ async fn try_batch(
             state.index[p.table].insert(key, entry);
         }
     }
+    // In the order committed: the dead letters (when there were any), then
+    // `_lp_state`.
+    if dead_lettered && let Some(t) = committed.next() {
+        state.dead_letters = t;
+    }
     if let Some(t) = committed.next() {
         state.state_table = t;
     }
@@ -834,9 +843,6 @@ async fn try_batch(
         state.state_files = state_added;
     } else {
         state.state_files.extend(state_added);
-    }
-    if let Some(t) = committed.next() {
-        state.dead_letters = t;
     }
     state.offsets = offsets;
     state.epochs = epochs;

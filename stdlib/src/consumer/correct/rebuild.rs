@@ -6,7 +6,6 @@
 //! (stop the running consumer first). Readers see the old tables or the new
 //! ones, never a mix.
 
-use iceberg::Catalog as _;
 use iceberg::TableIdent;
 use lossproof_runtime::Lake;
 

@@ -28,7 +28,7 @@ use iceberg::arrow::ArrowReaderBuilder;
 use iceberg::scan::FileScanTask;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::table::Table;
-use iceberg::{Catalog as _, NamespaceIdent, TableCreation, TableIdent};
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
@@ -310,7 +310,15 @@ impl LakeState {
                 key_file: HashMap::new(),
             };
             state.load_files().await?;
-            if self.offsets.is_empty() && !state.key_file.is_empty() {
+            // Rows but no offsets: not this consumer's table, or its state
+            // was lost. Except where commits of several tables are not
+            // atomic (Glue): a crash between the swaps of the FIRST batch
+            // leaves its tables ahead of `_lp_state`, each carrying this
+            // consumer's offsets; replaying from the start applies again
+            // exactly what they hold.
+            let ahead_of_state = !lake.commits_tables_atomically()
+                && !latest_properties(&state.table, OFFSET_PREFIX).is_empty();
+            if self.offsets.is_empty() && !state.key_file.is_empty() && !ahead_of_state {
                 return Err(Error::LostOffsets(format!(
                     "refusing to start: {} holds {} rows but the lake stores no Kafka offsets \
                      for it ({} has none): it was not written by this consumer, or its state was lost; \
