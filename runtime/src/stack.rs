@@ -200,6 +200,15 @@ impl Stack {
             )));
         }
         let _lock = self.state.lock(LOCK_WAIT)?;
+        let chosen = profile.unwrap_or(self.state.load()?.profile);
+        if chosen == StackProfile::Aws && !cfg!(feature = "aws") {
+            // Refused before anything starts: its lake could not be opened.
+            return Err(Error::Setup(
+                "the aws profile keeps the lake in S3 with a Glue catalog: this lossproof was \
+                 built without it (cargo build --features aws)"
+                    .into(),
+            ));
+        }
         if !self.tools.complete() {
             self.tools.bootstrap()?;
         }
