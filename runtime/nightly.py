@@ -189,7 +189,7 @@ def provision(session, endpoint, names):
     at 2.4 GB after 15 seeds with versioning on)."""
     s3 = session.client("s3", endpoint_url=endpoint)
     existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
-    for bucket in names["buckets"]:
+    for bucket in (names["lake_bucket"], names["marts_bucket"], names["access_logs_bucket"]):
         if bucket not in existing:
             s3.create_bucket(Bucket=bucket)
     glue = session.client("glue", endpoint_url=endpoint)

@@ -119,9 +119,7 @@ fn the_aws_profile_runs_the_nightly_on_its_own_moto() {
         "moto's start-up time and resident MB: {status}"
     );
     let moto_pid = |state: &Path| -> i64 {
-        let report: serde_json::Value =
-            serde_json::from_slice(&crate::stack::lossproof(state, &["status", "--json"]).stdout)
-                .unwrap();
+        let report = crate::stack::status_json(state);
         assert_eq!(report["profile"], "aws");
         report["components"]
             .as_array()

@@ -60,7 +60,7 @@ impl Drop for StackGuard {
     }
 }
 
-fn status_json(state: &Path) -> serde_json::Value {
+pub fn status_json(state: &Path) -> serde_json::Value {
     let output = lossproof(state, &["status", "--json"]);
     serde_json::from_slice(&output.stdout).expect("status --json prints JSON")
 }

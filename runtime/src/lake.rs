@@ -157,23 +157,6 @@ impl Lake {
         }
     }
 
-    /// Where this lake is.
-    #[must_use]
-    pub fn location(&self) -> LakeLocation {
-        match &self.backend {
-            Backend::Sql {
-                catalog_db,
-                warehouse,
-                ..
-            } => LakeLocation::Sql {
-                catalog_db: catalog_db.clone(),
-                warehouse: warehouse.clone(),
-            },
-            #[cfg(feature = "aws")]
-            Backend::Glue(glue) => LakeLocation::Glue(glue.location().clone()),
-        }
-    }
-
     /// The lake whose Iceberg SQL catalog is the sqlite file `catalog_db`
     /// (created if missing, with the catalog's tables) and whose data lives
     /// under `warehouse` (created if missing): an external profile's lake.

@@ -51,10 +51,11 @@ pub struct Names {
     pub state_machine: String,
     pub tasks_queue: String,
     pub alerts_queue: String,
-    /// The lake's, the marts' and the access logs' S3 buckets.
-    pub buckets: Vec<String>,
-    /// The lake's bucket (one of `buckets`): the aws stack's warehouse.
+    /// The S3 buckets: the lake's (the aws stack's warehouse), the marts'
+    /// and the access logs'.
     pub lake_bucket: String,
+    pub marts_bucket: String,
+    pub access_logs_bucket: String,
     /// The lake's Glue database (Glue names take no hyphens).
     pub glue_database: String,
 }
@@ -66,10 +67,9 @@ impl Names {
             state_machine: format!("{prefix}-nightly"),
             tasks_queue: format!("{prefix}-nightly-tasks"),
             alerts_queue: format!("{prefix}-nightly-alerts"),
-            buckets: ["access-logs", "lake", "marts"]
-                .map(|b| format!("{prefix}-{b}"))
-                .into(),
             lake_bucket: format!("{prefix}-lake"),
+            marts_bucket: format!("{prefix}-marts"),
+            access_logs_bucket: format!("{prefix}-access-logs"),
             glue_database: format!("{prefix}_lake"),
         }
     }
@@ -266,12 +266,15 @@ pub fn emulated_lake(endpoint: String) -> crate::profile::LakeLocation {
     })
 }
 
-/// The credentials every client of moto gets (moto takes any; never a
-/// user's real ones), as environment variables.
+/// The access key id and secret every client of moto gets (moto takes any;
+/// never a user's real ones).
+pub const EMULATOR_KEY: &str = "lossproof";
+
+/// [`EMULATOR_KEY`] as the environment variables boto3 and dbt read.
 #[must_use]
 pub fn emulator_credentials() -> Vec<(String, String)> {
     ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
-        .map(|k| (k.to_owned(), "lossproof".to_owned()))
+        .map(|k| (k.to_owned(), EMULATOR_KEY.to_owned()))
         .into()
 }
 

@@ -6,9 +6,11 @@
 //! started afresh. Interrupted (Ctrl-C, SIGTERM), failed or panicking, `up`
 //! stops everything it recorded: nothing is left behind.
 //!
-//! After the components, `up` creates the local lake ([`Lake`]: a sqlite
-//! catalog and a warehouse folder under `<state>/lake`); it is files only, so
-//! `status` does not list it and `down --purge` removes it with the state dir.
+//! After the components, `up` opens the lake every client will use
+//! ([`crate::lake::Lake`]): locally a sqlite catalog and a warehouse folder
+//! under `<state>/lake`, files only, so `status` does not list it and `down
+//! --purge` removes it with the state dir; on the `aws` profile the lake in
+//! moto's S3 with a Glue catalog, which lives as long as moto.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +24,6 @@ use crate::connect::{ConnectClient, ConnectorStatus};
 use crate::endpoints::Endpoints;
 use crate::error::{Error, Result};
 use crate::health::{Health, probe};
-use crate::lake::Lake;
 use crate::ports::Ports;
 use crate::process::ProcessRecord;
 use crate::profile::{Profile, Source};
@@ -326,14 +327,10 @@ impl Stack {
                 process.pid
             ));
         }
-        // The local lake is files only (no process): created once,
-        // idempotently; the aws stack's is in moto's S3 and Glue.
-        let lake = match record.profile {
-            StackProfile::Local => Lake::open(self.state.root()).await?,
-            StackProfile::Aws => {
-                Lake::open_at(&crate::nightly::emulated_lake(moto_endpoint(&ports))).await?
-            }
-        };
+        // The lake every client opens (Stack::endpoints): locally files only
+        // (no process), created once, idempotently; the aws stack's is in
+        // moto's S3 and Glue.
+        let lake = self.endpoints()?.open_lake().await?;
         progress(&format!("{:<16} ready ({})", "lake", lake.describe()));
         Ok(())
     }

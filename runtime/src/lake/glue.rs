@@ -28,18 +28,17 @@ use std::collections::HashMap;
 
 use aws_sdk_glue::error::ProvideErrorMetadata as _;
 use aws_sdk_glue::types::TableInput;
-use iceberg::io::{
-    S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY,
-};
+use iceberg::io::S3_PATH_STYLE_ACCESS;
 use iceberg::{CatalogBuilder as _, TableIdent};
-use iceberg_catalog_glue::{GlueCatalog, GlueCatalogBuilder};
+use iceberg_catalog_glue::{
+    AWS_ACCESS_KEY_ID, AWS_REGION_NAME, AWS_SECRET_ACCESS_KEY, GLUE_CATALOG_PROP_URI,
+    GLUE_CATALOG_PROP_WAREHOUSE, GlueCatalog, GlueCatalogBuilder,
+};
 
 use super::CommitError;
 use crate::error::{Error, Result};
+use crate::nightly::EMULATOR_KEY;
 use crate::profile::GlueLocation;
-
-/// The credentials lossproof gives moto (it takes any): never a user's.
-const EMULATOR_KEY: &str = "lossproof";
 const METADATA_LOCATION: &str = "metadata_location";
 const PREVIOUS_METADATA_LOCATION: &str = "previous_metadata_location";
 
@@ -60,23 +59,21 @@ impl std::fmt::Debug for Glue {
 
 impl Glue {
     /// Open the catalog at `at` (nothing is created). Needs a tokio runtime.
+    /// The catalog gives its S3 storage the same endpoint, region and keys
+    /// unless told otherwise (iceberg-catalog-glue's `GlueCatalog::new`).
     pub(super) async fn open(at: &GlueLocation) -> Result<Self> {
         let mut props = HashMap::from([
-            ("warehouse".to_owned(), at.warehouse.clone()),
-            ("region_name".to_owned(), at.region.clone()),
-            (S3_REGION.to_owned(), at.region.clone()),
+            (GLUE_CATALOG_PROP_WAREHOUSE.to_owned(), at.warehouse.clone()),
+            (AWS_REGION_NAME.to_owned(), at.region.clone()),
         ]);
         if let Some(endpoint) = &at.endpoint {
-            props.insert("uri".to_owned(), endpoint.clone());
-            props.insert(S3_ENDPOINT.to_owned(), endpoint.clone());
+            props.insert(GLUE_CATALOG_PROP_URI.to_owned(), endpoint.clone());
         }
         if at.emulator {
             props.insert(S3_PATH_STYLE_ACCESS.to_owned(), "true".to_owned());
-            for key in ["aws_access_key_id", "aws_secret_access_key"] {
+            for key in [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY] {
                 props.insert(key.to_owned(), EMULATOR_KEY.to_owned());
             }
-            props.insert(S3_ACCESS_KEY_ID.to_owned(), EMULATOR_KEY.to_owned());
-            props.insert(S3_SECRET_ACCESS_KEY.to_owned(), EMULATOR_KEY.to_owned());
         }
         let catalog = GlueCatalogBuilder::default()
             .load(super::CATALOG_NAME, props)
