@@ -369,6 +369,7 @@ async fn time_reconciler(
 ) -> BenchResult<(Measured, bool)> {
     reset_peak_rss();
     let consumer = ConsumerLake {
+        changelog: false,
         consumer: "bench".into(),
         namespace: NAMESPACE.into(),
         views: std::collections::HashMap::new(),

@@ -24,8 +24,8 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const check = process.argv.includes('--check');
 
-// Word classes in priority order: a word listed in two classes (e.g. `table`
-// is a fault word and a target) is highlighted as the earlier class.
+// Word classes in priority order: a word listed in two classes is
+// highlighted as the earlier class (but see DECLARATION_KEYWORDS).
 const CLASSES = [
   'keywords',
   'faults',
@@ -36,7 +36,27 @@ const CLASSES = [
   'settings',
   'shorthands',
   'fault_words',
+  'consumer_clauses',
 ];
+
+// Classes highlighted only inside one kind of statement, whose hand-written
+// rule in each grammar uses the generated list: the words are generic (`in`,
+// `group`, `source`) and mean nothing elsewhere. Last in CLASSES, so a word
+// that is also in a global class keeps that class everywhere.
+const CONTEXTUAL = {
+  // consumer NAME command "..." [offsets in group|lake TABLE] [reads topics|source] [lake mirror|changelog]
+  consumer_clauses: { tm: 'consumer-declaration', ts: 'consumer_declaration', vim: 'lpConsumerDecl' },
+};
+
+// Keywords that are a keyword only as the first word of a declaration and a
+// word of another class everywhere else: `consumer mysink command "..."` (a
+// top-level line) against `kill consumer` (a target). The word lists give
+// them the other class; each grammar's declaration rule highlights the
+// keyword (TextMate #consumer-declaration, the tree-sitter literal, Vim's
+// lpConsumerDecl). Vim gets them as `syntax match`, not `syntax keyword`, so
+// that the declaration region can start on them.
+const DECLARATION_KEYWORDS = new Set(['consumer']);
+
 const UNITS = 'units';
 
 // TextMate scopes (VS Code).
@@ -50,6 +70,7 @@ const TM_SCOPE = {
   settings: 'variable.other.setting.lossproof',
   shorthands: 'keyword.other.shorthand.lossproof',
   fault_words: 'keyword.other.fault-word.lossproof',
+  consumer_clauses: 'keyword.other.consumer-clause.lossproof',
 };
 
 // Tree-sitter captures (nvim-treesitter names).
@@ -63,6 +84,7 @@ const TS_CAPTURE = {
   settings: 'property',
   shorthands: 'keyword.operator',
   fault_words: 'keyword.operator',
+  consumer_clauses: 'keyword',
 };
 
 // nvim-treesitter capture -> Helix capture, for queries/helix/highlights.scm.
@@ -73,6 +95,7 @@ const HELIX_CAPTURE = {
   'number.unit': 'constant.numeric.unit',
   'string.escape': 'constant.character.escape',
 };
+// (constant, keyword, string.special, variable.builtin: the same in Helix.)
 
 // Vim highlight groups.
 const VIM_GROUP = {
@@ -85,6 +108,7 @@ const VIM_GROUP = {
   settings: 'lpSetting',
   shorthands: 'lpShorthand',
   fault_words: 'lpFaultWord',
+  consumer_clauses: 'lpConsumerClause',
 };
 
 const WORD = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -117,14 +141,17 @@ function loadVocabulary() {
   return vocab;
 }
 
-// Each word once, in the first class (by priority) that lists it.
+// Each word once, in the first class (by priority) that lists it; a
+// DECLARATION_KEYWORDS word that another class lists goes to that class.
 function disjointClasses(vocab) {
   const seen = new Set();
   const out = {};
+  const elsewhere = (word) => CLASSES.some((cls) => cls !== 'keywords' && vocab[cls].includes(word));
   for (const cls of CLASSES) {
     out[cls] = [];
     for (const word of vocab[cls]) {
       if (seen.has(word)) continue;
+      if (cls === 'keywords' && DECLARATION_KEYWORDS.has(word) && elsewhere(word)) continue;
       seen.add(word);
       out[cls].push(word);
     }
@@ -152,10 +179,13 @@ function textmate(vocab, classes, file, current) {
   const repo = grammar.repository ?? fail(`${file}: no repository`);
   const B = '(?<![\\w-])';
   const E = '(?![\\w-])';
-  repo.vocabulary = { patterns: CLASSES.map((cls) => ({ include: `#vocab-${cls}` })) };
+  repo.vocabulary = {
+    patterns: CLASSES.filter((cls) => !CONTEXTUAL[cls]).map((cls) => ({ include: `#vocab-${cls}` })),
+  };
   for (const cls of CLASSES) {
+    const where = CONTEXTUAL[cls] ? ` (only in #${CONTEXTUAL[cls].tm}, not in #vocabulary)` : '';
     repo[`vocab-${cls}`] = {
-      comment: `generated from vocabulary.json "${cls}"`,
+      comment: `generated from vocabulary.json "${cls}"${where}`,
       match: `${B}(?:${classes[cls].join('|')})${E}`,
       name: TM_SCOPE[cls],
     };
@@ -218,8 +248,15 @@ function highlightsBlock(vocab, classes) {
   const out = [];
   for (const cls of CLASSES) {
     const capture = TS_CAPTURE[cls];
-    out.push(`; ${cls}`);
-    out.push(`((identifier) @${capture}`);
+    const context = CONTEXTUAL[cls];
+    if (context) {
+      out.push(`; ${cls} (in ${context.ts} only)`);
+      out.push(`(${context.ts}`);
+      out.push(`  (identifier) @${capture}`);
+    } else {
+      out.push(`; ${cls}`);
+      out.push(`((identifier) @${capture}`);
+    }
     out.push(`  (#any-of? @${capture}`);
     const lines = predicateLines(capture, classes[cls]);
     lines[lines.length - 1] += '))';
@@ -254,20 +291,24 @@ const VIM_SYNTAX_OPTIONS = new Set([
 
 function vimBlock(vocab, classes) {
   const out = [];
+  const asMatch = (w) => VIM_SYNTAX_OPTIONS.has(w) || DECLARATION_KEYWORDS.has(w);
   for (const cls of CLASSES) {
     const group = VIM_GROUP[cls];
-    for (const w of classes[cls].filter((w) => VIM_SYNTAX_OPTIONS.has(w))) {
-      out.push(`syntax match ${group} /\\v%([A-Za-z0-9_-])@<!${w}%([A-Za-z0-9_-])@!/`);
+    // A contextual class is `contained`, in the region CONTEXTUAL names.
+    const opts = CONTEXTUAL[cls] ? ' contained' : '';
+    for (const w of classes[cls].filter(asMatch)) {
+      out.push(`syntax match ${group} /\\v%([A-Za-z0-9_-])@<!${w}%([A-Za-z0-9_-])@!/${opts}`);
     }
-    let line = `syntax keyword ${group}`;
-    for (const w of classes[cls].filter((w) => !VIM_SYNTAX_OPTIONS.has(w))) {
+    const start = `syntax keyword ${group}${opts}`;
+    let line = start;
+    for (const w of classes[cls].filter((w) => !asMatch(w))) {
       if (line.length + w.length + 1 > 100) {
         out.push(line);
-        line = `syntax keyword ${group}`;
+        line = start;
       }
       line += ` ${w}`;
     }
-    if (line !== `syntax keyword ${group}`) out.push(line);
+    if (line !== start) out.push(line);
   }
   out.push(`let s:lp_units = '${unitsByLength(vocab).join('|')}'`);
   return `${out.join('\n')}\n`;
@@ -330,8 +371,20 @@ for (const rel of EDITOR_GRAMMARS) {
     }
   }
 }
+// A contextual class is highlighted only where its hand-written rule uses it.
+for (const [cls, where] of Object.entries(CONTEXTUAL)) {
+  const tm = JSON.parse(results.get(join(here, 'vscode/syntaxes/lossproof.tmLanguage.json'))).repository[where.tm];
+  if (!JSON.stringify(tm?.patterns ?? []).includes(`"#vocab-${cls}"`)) {
+    missing.push(`vscode/syntaxes/lossproof.tmLanguage.json: #${where.tm} does not include #vocab-${cls}`);
+  }
+  const vim = results.get(join(here, 'vim/syntax/lossproof.vim'));
+  const region = vim.match(new RegExp(`^syntax region ${where.vim}\\b.*(?:\\n\\s*\\\\.*)*`, 'm'))?.[0] ?? '';
+  if (!new RegExp(`contains=[^ ]*\\b${VIM_GROUP[cls]}\\b`).test(region)) {
+    missing.push(`vim/syntax/lossproof.vim: region ${where.vim} does not contain ${VIM_GROUP[cls]}`);
+  }
+}
 if (missing.length) {
-  console.error(`generate.mjs: words missing from editor grammars:\n  ${missing.join('\n  ')}`);
+  console.error(`generate.mjs: missing from editor grammars:\n  ${missing.join('\n  ')}`);
   process.exit(1);
 }
 

@@ -16,6 +16,9 @@
 #   pyiceberg 0.12.0 (sql-sqlite, pyarrow)  PyPI, binary wheels only, in $CACHE/venv-pyiceberg-0.12.0
 #   the nightly: dbt-core 1.11 + dbt-duckdb, moto server, boto3, python-hcl2
 #                                   PyPI, binary wheels only, in $CACHE/venv-nightly-1
+#   the template consumer's packages: confluent-kafka, fastavro, pyiceberg
+#                                   PyPI, binary wheels only, in $CACHE/venv-byo-1
+#                                   (scenarios/bring-your-own/requirements.txt: the same pins)
 set -euo pipefail
 
 CACHE="${LOSSPROOF_CACHE:-$HOME/.cache/lossproof}"
@@ -38,6 +41,11 @@ PYICEBERG_VENV="$CACHE/venv-pyiceberg-$PYICEBERG_VERSION"
 NIGHTLY_KEY=1
 NIGHTLY_PINS=("dbt-core==1.11.16" "dbt-duckdb==1.11.1" "duckdb==2.0.1" "moto[server]==5.2.5" "python-hcl2==8.1.4" "${PYICEBERG_PINS[@]}")
 NIGHTLY_VENV="$CACHE/venv-nightly-$NIGHTLY_KEY"
+# scenarios/bring-your-own/consumer.py, the template consumer (tests/own.rs
+# runs it). Bump BYO_KEY when a pin changes.
+BYO_KEY=1
+BYO_PINS=("confluent-kafka==2.16.1" "fastavro==1.13.1" "${PYICEBERG_PINS[@]}")
+BYO_VENV="$CACHE/venv-byo-$BYO_KEY"
 CHECK_ONLY=0
 [ "${1:-}" = "--check" ] && CHECK_ONLY=1
 
@@ -49,6 +57,7 @@ ls /usr/share/java/jetty9-security-9.4.*.jar >/dev/null 2>&1 || missing+=("libje
 [ -f "$CLASSPATH_DIR/.complete" ] || missing+=("connect-classpath")
 [ -f "$PYICEBERG_VENV/.complete" ] || missing+=("pyiceberg")
 [ -f "$NIGHTLY_VENV/.complete" ] || missing+=("nightly")
+[ -f "$BYO_VENV/.complete" ] || missing+=("byo")
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: everything is installed ($CACHE)"
@@ -77,7 +86,7 @@ has postgresql-15 && apt_packages+=(postgresql-15)
 has java && apt_packages+=(openjdk-17-jre-headless)
 has libjetty9-java && apt_packages+=(libjetty9-java)
 # Debian's python3 has no venv/ensurepip without python3-venv.
-if { has pyiceberg || has nightly; } && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+if { has pyiceberg || has nightly || has byo; } && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   apt_packages+=(python3-venv)
 fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
@@ -166,5 +175,11 @@ if has nightly; then
   new_venv "$NIGHTLY_VENV" 1200 "${NIGHTLY_PINS[@]}"
   "$NIGHTLY_VENV/bin/python" -c 'import dbt.version, moto, boto3, hcl2, pyiceberg; print(f"dbt-core {dbt.version.__version__}, moto {moto.__version__}, boto3 {boto3.__version__}")'
   touch "$NIGHTLY_VENV/.complete"
+fi
+if has byo; then
+  step "virtualenv for the template consumer: confluent-kafka, fastavro, pyiceberg (~20 s, ~330 MB)"
+  new_venv "$BYO_VENV" 900 "${BYO_PINS[@]}"
+  "$BYO_VENV/bin/python" -c 'import confluent_kafka, fastavro, pyiceberg; print(f"confluent-kafka {confluent_kafka.version()[0]}, fastavro {fastavro.__version__}, pyiceberg {pyiceberg.__version__}")'
+  touch "$BYO_VENV/.complete"
 fi
 step "done"

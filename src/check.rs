@@ -17,6 +17,10 @@ pub fn run(files: &[PathBuf], strict: bool, profile: Option<&Path>) -> CliResult
             let refused = cannot_strike(plan, &profile.name);
             analysis.diagnostics.extend(refused);
         }
+        if let Some(plan) = &analysis.plan {
+            let missing = missing_programs(plan, &scenario_dir(file));
+            analysis.diagnostics.extend(missing);
+        }
         scenario::print_diagnostics(&analysis);
         let mut errors = analysis.diagnostics.iter().filter(|d| d.is_error()).count();
         if strict && let Some(plan) = &analysis.plan {
@@ -81,6 +85,44 @@ pub fn cannot_strike(
                     format!("{} is not lossproof's to strike there", r.target)
                 })
                 .help(r.why)
+        })
+        .collect()
+}
+
+/// The folder a scenario's own consumers run in: the scenario file's.
+#[must_use]
+pub fn scenario_dir(file: &Path) -> PathBuf {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// A diagnostic at each declared consumer whose program cannot be found
+/// from `dir` (the scenario's folder) as `run` would start it.
+pub fn missing_programs(
+    plan: &lossproof_lang::Plan,
+    dir: &Path,
+) -> Vec<lossproof_lang::diagnostic::Diagnostic> {
+    plan.declared
+        .iter()
+        .filter_map(|d| {
+            let program = d.command.first()?;
+            let why = lossproof_stdlib::own::find_program(program, dir).err()?;
+            Some(
+                Code::CommandNotFound
+                    .at(
+                        d.command_span,
+                        format!("consumer `{}`: cannot find `{program}`", d.name),
+                    )
+                    .label("program not found")
+                    .help(format!(
+                        "{why}; a path with a `/` is relative to the scenario's folder"
+                    )),
+            )
         })
         .collect()
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use lossproof_lang::ast::Expectation;
-use lossproof_lang::plan::{Phase, Plan, SettingValue, show_ms};
+use lossproof_lang::plan::{LakeShape, OffsetsAt, Phase, Plan, Reads, SettingValue, show_ms};
 use lossproof_lang::render::location;
 use lossproof_lang::{Analysis, Timeline};
 
@@ -58,6 +58,27 @@ pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
         mix.join(", ")
     );
     let _ = writeln!(out, "consumers: {}", plan.consumers.join(", "));
+    for declared in &plan.declared {
+        let _ = writeln!(
+            out,
+            "  {}: `{}` in the scenario's folder; reads {}, its lake {}, its offsets in {}  {}",
+            declared.name,
+            declared.command.join(" "),
+            match declared.reads {
+                Reads::Topics => "the change topics",
+                Reads::Source => "the source through a slot of its own",
+            },
+            match declared.writes {
+                LakeShape::Mirror => "a row per key",
+                LakeShape::Changelog => "a change log (scored by each key's latest row)",
+            },
+            match &declared.offsets {
+                OffsetsAt::Group => "its group".to_owned(),
+                OffsetsAt::Lake { table } => format!("the lake's {table}"),
+            },
+            location(&analysis.sources, declared.span)
+        );
+    }
     let settings: Vec<String> = plan
         .settings
         .iter()

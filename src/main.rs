@@ -191,6 +191,14 @@ enum Command {
         #[command(flatten)]
         stack: StackArgs,
     },
+    /// Become PROGRAM ARGS…, dying with the process that started this one
+    /// (even SIGKILLed): how `run` starts a scenario's own consumers
+    /// (`consumer NAME command "…"`, docs/bring-your-own.md).
+    #[command(hide = true)]
+    Exec {
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Compact a run's lake tables (every live data and delete file of each
     /// into new data files, one replace commit under the base check): what
     /// `compact table T` does in a scenario. Exit 1 if a writer won the race.
@@ -417,6 +425,17 @@ enum ConsumerKind {
 /// crates' errors are typed; the CLI only prints them.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+/// `lossproof exec -- PROGRAM ARGS…`: the parent-death signal survives
+/// `execve`, so the program dies with the run like lossproof's own
+/// consumers. Returns only if the program could not be started.
+fn exec(command: &[std::ffi::OsString]) -> String {
+    use std::os::unix::process::CommandExt as _;
+    lossproof_runtime::supervisor::die_with_parent();
+    let (program, args) = command.split_first().expect("clap requires a command");
+    let error = std::process::Command::new(program).args(args).exec();
+    format!("cannot start {}: {error}", program.to_string_lossy())
+}
+
 #[allow(clippy::too_many_lines)] // one arm per command
 fn main() -> ExitCode {
     without_error_backtraces();
@@ -574,6 +593,7 @@ fn main() -> ExitCode {
             every: every_ms.map(std::time::Duration::from_millis),
             record: record.as_deref(),
         }),
+        Command::Exec { command } => Err(exec(&command).into()),
         Command::Vocab => {
             let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
             println!(

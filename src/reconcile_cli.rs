@@ -37,7 +37,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         let source = endpoints.source.connect(&names.database).await?;
         // What the source holds now is what the lake must hold once drained.
         let final_lsn = debezium::current_lsn(&source).await?;
-        let positions = consumer::positions(args.consumers, &names, workload);
+        let positions = consumer::positions(args.consumers, &[], &names, workload);
         let connect = ConnectClient::new(&endpoints.connect);
         let lake = endpoints.open_lake().await?;
         if let Err(invalid) = gate::wait_scoreable(
@@ -54,7 +54,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         {
             return Err(format!("INVALID: {invalid} — not scored").into());
         }
-        let lakes = consumer::lakes(args.consumers, &names);
+        let lakes = consumer::lakes(args.consumers, &[], &names, workload);
         let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
         let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;
         print_summary(&scored);

@@ -93,6 +93,10 @@ fn preflight(
         let refused = crate::check::cannot_strike(plan, &profile.name);
         analysis.diagnostics.extend(refused);
     }
+    if let Some(plan) = &analysis.plan {
+        let missing = crate::check::missing_programs(plan, &crate::check::scenario_dir(args.file));
+        analysis.diagnostics.extend(missing);
+    }
     scenario::print_diagnostics(&analysis);
     if analysis
         .diagnostics
@@ -117,10 +121,17 @@ fn preflight(
     let consumers: Vec<String> = args
         .consumers
         .map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
-    if let Some(c) = consumers.iter().find(|c| consumers::program(c).is_none()) {
-        let programs: Vec<&str> = consumers::PROGRAMS.iter().map(|p| p.name).collect();
+    if let Some(c) = consumers
+        .iter()
+        .find(|c| consumers::program(c).is_none() && !plan.declared.iter().any(|d| &d.name == *c))
+    {
+        let programs: Vec<&str> = consumers::PROGRAMS
+            .iter()
+            .map(|p| p.name)
+            .chain(plan.declared.iter().map(|d| d.name.as_str()))
+            .collect();
         return Err(format!(
-            "consumer {c} does not exist as a program yet; run the others with --consumers {}",
+            "consumer {c} is neither lossproof's nor declared by the scenario; its consumers: --consumers {}",
             programs.join(",")
         )
         .into());
@@ -202,6 +213,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             .profile
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
         program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
+        scenario_dir: crate::check::scenario_dir(args.file),
         consumers: consumers.clone(),
         run_id: run_id.clone(),
         keep: args.keep,

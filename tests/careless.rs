@@ -316,6 +316,7 @@ impl Run {
             group: self.group(),
             topics: self.topics(),
             lake_offsets: None,
+            slot: None,
         };
         gate::wait_scoreable(
             &self.connect,
@@ -333,6 +334,7 @@ impl Run {
     async fn reconcile(&self) -> Reconciliation {
         let lake = Lake::open(&self.state).await.unwrap();
         let careless = ConsumerLake {
+            changelog: false,
             consumer: "careless".into(),
             namespace: self.namespace(),
             views: std::collections::HashMap::new(),
@@ -466,6 +468,7 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
         .unwrap();
     let lake = Lake::open(&run.state).await.unwrap();
     let careless = ConsumerLake {
+        changelog: false,
         consumer: "careless".into(),
         namespace: run.namespace(),
         views: std::collections::HashMap::new(),

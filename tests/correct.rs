@@ -87,7 +87,7 @@ fn namespace(run: &Run) -> String {
 async fn gate_correct(run: &Run, names: &CaptureNames, consumer: &Consumer, limit: Duration) {
     let final_lsn = debezium::current_lsn(&run.source).await.unwrap();
     let positions =
-        lossproof_stdlib::consumer::positions(&["correct".to_owned()], &run.names, orders());
+        lossproof_stdlib::consumer::positions(&["correct".to_owned()], &[], &run.names, orders());
     let lake = Lake::open(&run.state).await.unwrap();
     let gated = gate::wait_scoreable(
         &run.connect,
@@ -111,6 +111,7 @@ async fn gate_correct(run: &Run, names: &CaptureNames, consumer: &Consumer, limi
 async fn reconcile_correct(run: &Run) -> Reconciliation {
     let lake = Lake::open(&run.state).await.unwrap();
     let correct = ConsumerLake {
+        changelog: false,
         consumer: "correct".into(),
         namespace: namespace(run),
         views: std::collections::HashMap::new(),

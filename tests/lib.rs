@@ -10,6 +10,7 @@ mod language;
 mod lsp;
 mod network;
 mod nightly;
+mod own;
 mod profile;
 mod properties;
 mod registry;

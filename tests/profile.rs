@@ -24,24 +24,15 @@ pub fn a_run_on_an_external_profile(team: &Path) {
     write_profile(&profile, &lake, ports);
     let state = own.join("state");
     let run = |file: &str, out: &Path| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_lossproof"))
-            .args(["run", file, "--seeds", "1", "--profile"])
-            .arg(&profile)
-            .arg("--state")
-            .arg(&state)
-            .arg("--out")
-            .arg(out)
-            .current_dir(crate::support::root())
-            .env("NO_COLOR", "1")
-            .env("LOSSPROOF_TEST_PG_SECRET", PG_SECRET)
-            .output()
-            .expect("run lossproof");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+        let (code, text, _) = crate::run::run_in_env(
+            &state,
+            file,
+            "1",
+            &["--profile", profile.to_str().unwrap()],
+            out,
+            &[("LOSSPROOF_TEST_PG_SECRET", std::ffi::OsStr::new(PG_SECRET))],
         );
-        (output.status.code(), text)
+        (code, text)
     };
 
     // A kill of a component that is not lossproof's: refused at its place,

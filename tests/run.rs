@@ -38,15 +38,29 @@ fn run_with(
     extra: &[&str],
     out: &Path,
 ) -> (Option<i32>, String, serde_json::Value) {
+    run_in_env(state, file, seeds, extra, out, &[])
+}
+
+/// [`run_with`] with `env` added to lossproof's environment.
+pub fn run_in_env(
+    state: &Path,
+    file: &str,
+    seeds: &str,
+    extra: &[&str],
+    out: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (Option<i32>, String, serde_json::Value) {
     let mut args = vec!["run", file, "--seeds", seeds];
     args.extend_from_slice(extra);
-    args.extend(["--out", out.to_str().unwrap()]);
-    let output = lossproof(state, &args);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    args.extend([
+        "--out",
+        out.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let output = crate::support::lossproof_in_env(&args, env);
+    let text = crate::support::output_text(&output);
     let record = std::fs::read_to_string(out)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

@@ -36,12 +36,30 @@ pub fn lp_files(dir: &str) -> Vec<PathBuf> {
 
 /// Run the `lossproof` binary from the repository root, without colour.
 pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    lossproof_in_env(args, &[])
+}
+
+/// [`lossproof`] with `env` added to its environment.
+pub fn lossproof_in_env(
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_lossproof"))
         .args(args)
         .current_dir(root())
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("run lossproof")
+}
+
+/// A finished command's stdout then stderr, as text.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
 }
 
 /// Command lines of live processes that name `path`.

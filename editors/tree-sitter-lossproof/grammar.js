@@ -35,9 +35,13 @@ module.exports = grammar({
 
   rules: {
     source_file: ($) => seq(
-      repeat(choice(seq($._statement, $._separator), $._separator)),
-      optional($._statement),
+      repeat(choice(seq($._top_level_statement, $._separator), $._separator)),
+      optional($._top_level_statement),
     ),
+
+    // A consumer declaration is a top-level line only: in a block, `consumer`
+    // is a plain word (a target, as in `kill consumer`).
+    _top_level_statement: ($) => choice($.consumer_declaration, $._statement),
 
     _separator: ($) => choice($._newline, ';'),
 
@@ -74,6 +78,16 @@ module.exports = grammar({
 
     // consumers careless, correct
     consumers: ($) => seq('consumers', $.identifier, repeat(seq(',', $.identifier))),
+
+    // consumer mysink command "java -jar sink.jar --namespace {namespace}" offsets in lake _state
+    // consumer pydbz command "python3 pydbzengine_sink.py" reads source lake changelog
+    // The clauses are plain words (the analyser checks them); a word may be
+    // a template such as mysink_{run}.
+    consumer_declaration: ($) => seq(
+      'consumer',
+      field('name', $._name),
+      repeat(choice($.identifier, $.string, $.template)),
+    ),
 
     // set consumer_batch 500
     setting: ($) => seq('set', field('name', $._name), field('value', repeat1($._argument))),
@@ -182,15 +196,24 @@ module.exports = grammar({
 
     string: ($) => seq(
       '"',
-      repeat(choice($._string_content, $.escape_sequence)),
+      repeat(choice($._string_content, $.escape_sequence, $.placeholder)),
       token.immediate('"'),
     ),
 
-    _string_content: (_) => token.immediate(prec(1, /[^"\\\n]+/)),
+    // A `{` that does not open a placeholder is content too.
+    _string_content: (_) => token.immediate(prec(1, choice(/[^"\\\n{]+/, '{'))),
+
+    // {run}, {consumer}, {namespace}, {group}: filled in a consumer's command
+    // (the analyser checks the names); highlighted there only.
+    placeholder: (_) => token.immediate(prec(1, /\{[A-Za-z_][A-Za-z0-9_]*\}/)),
 
     escape_sequence: (_) => token.immediate(/\\./),
 
     identifier: (_) => /[A-Za-z_][A-Za-z0-9_-]*/,
+
+    // A word of a consumer declaration that is not an identifier: it has a
+    // `.`, `/`, `{` or `}`, or starts with a digit (lake mysink_{run}).
+    template: (_) => /[0-9.\/{}][A-Za-z0-9_.\/{}-]*|[A-Za-z_][A-Za-z0-9_-]*[.\/{}][A-Za-z0-9_.\/{}-]*/,
 
     comment: (_) => token(seq('#', /[^\n]*/)),
   },

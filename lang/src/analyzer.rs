@@ -80,6 +80,10 @@ struct Run<'a, 'b> {
     fragments: HashMap<String, Fragment>,
     workload: &'a WorkloadSig,
     consumers: Vec<String>,
+    /// The team's own consumers the scenario declares.
+    declared: Vec<crate::plan::DeclaredConsumer>,
+    /// Their names (the matcher's scope borrows them).
+    declared_names: Vec<String>,
     actions: Vec<PlannedAction>,
     /// Fragments being expanded, innermost last (cycle detection).
     expanding: Vec<String>,
@@ -128,6 +132,8 @@ impl<'a> Analyzer<'a> {
                 .first()
                 .expect("the stdlib declares a workload"),
             consumers: Vec::new(),
+            declared: Vec::new(),
+            declared_names: Vec::new(),
             actions: Vec::new(),
             expanding: Vec::new(),
         };
@@ -172,6 +178,12 @@ impl<'a> Run<'a, '_> {
         let mut consumers_span: Option<Span> = None;
         let mut settings: BTreeMap<String, (SettingValue, Span)> = BTreeMap::new();
         let mut included = HashSet::from([name.to_owned()]);
+        // Declared consumers first: a `consumers` line may name them above.
+        for item in &file.items {
+            if let Item::Consumer { name, words, span } = item {
+                self.declare_consumer(name, words, *span);
+            }
+        }
         for item in &file.items {
             match item {
                 Item::Scenario { name, span } => {
@@ -213,11 +225,14 @@ impl<'a> Run<'a, '_> {
             }
         }
         if consumers_span.is_none() {
+            // Every consumer: lossproof's two stay as the control beside the
+            // team's own (docs/bring-your-own.md).
             self.consumers = self
                 .vocab()
                 .consumers()
                 .iter()
                 .map(|c| c.name.to_owned())
+                .chain(self.declared_names.iter().cloned())
                 .collect();
         }
         let workload = workload.unwrap_or_else(|| defaults(self.workload));
@@ -322,6 +337,7 @@ impl<'a> Run<'a, '_> {
             scenario: scenario.map_or_else(|| stem(name), |s| s.value),
             workload,
             consumers: self.consumers.clone(),
+            declared: std::mem::take(&mut self.declared),
             settings,
             phases,
             actions: std::mem::take(&mut self.actions),
@@ -505,8 +521,51 @@ impl<'a> Run<'a, '_> {
         }
     }
 
+    fn declare_consumer(&mut self, name: &Spanned<String>, words: &[Word], span: Span) {
+        if self
+            .vocab()
+            .consumers()
+            .iter()
+            .any(|c| c.name == name.value)
+        {
+            self.error(
+                Code::ConsumerDeclaration
+                    .at(
+                        name.span,
+                        format!("`{}` is one of lossproof's own consumers", name.value),
+                    )
+                    .label("name taken")
+                    .help("give your consumer another name"),
+            );
+            return;
+        }
+        if let Some(first) = self.declared.iter().find(|d| d.name == name.value) {
+            let first = first.span;
+            self.error(duplicate(
+                &format!("consumer `{}`", name.value),
+                span,
+                first,
+            ));
+            return;
+        }
+        // Known by name even when malformed: its uses below are not errors too.
+        self.declared_names.push(name.value.clone());
+        if let Some(declared) =
+            crate::declared::declaration(name, words, span, &mut self.diagnostics)
+        {
+            self.declared.push(declared);
+        }
+    }
+
     fn consumers_decl(&mut self, names: &[Spanned<String>]) {
-        let known: Vec<&str> = self.vocab().consumers().iter().map(|c| c.name).collect();
+        let declared = self.declared_names.clone();
+        let known: Vec<&str> = self
+            .vocab()
+            .consumers()
+            .iter()
+            .map(|c| c.name)
+            .chain(declared.iter().map(String::as_str))
+            .collect();
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for name in names {
             if let Some(first) = seen.insert(&name.value, name.span) {
@@ -900,6 +959,7 @@ impl<'a> Run<'a, '_> {
             vocab: self.analyzer.vocab,
             workload: self.workload,
             consumers: &self.consumers,
+            declared: &self.declared_names,
         }
     }
 

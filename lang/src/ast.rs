@@ -25,6 +25,14 @@ pub enum Item {
         names: Vec<Spanned<String>>,
         span: Span,
     },
+    /// `consumer NAME command "…" …`: a program of the team's own under test.
+    Consumer {
+        name: Spanned<String>,
+        /// The clauses' words: `Word::Str` quoted, `Word::Ident` otherwise
+        /// (which may hold `{placeholders}`).
+        words: Vec<Word>,
+        span: Span,
+    },
     Set {
         name: Spanned<String>,
         value: Vec<Word>,
@@ -70,6 +78,7 @@ impl Item {
             Item::Scenario { span, .. }
             | Item::Workload { span, .. }
             | Item::Consumers { span, .. }
+            | Item::Consumer { span, .. }
             | Item::Set { span, .. }
             | Item::Include { span, .. }
             | Item::Fragment { span, .. }

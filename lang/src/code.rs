@@ -52,6 +52,9 @@ codes! {
     WorkloadParam => "lp::check::workload-param", "an unknown or malformed workload parameter";
     MixTotal => "lp::check::mix-total", "the workload's operation mix does not add up to 100%";
     UnknownConsumer => "lp::check::unknown-consumer", "the stdlib has no such consumer";
+    ConsumerDeclaration => "lp::check::consumer-declaration", "a `consumer … command` declaration is malformed";
+    UnknownPlaceholder => "lp::check::unknown-placeholder", "a `{placeholder}` lossproof does not fill";
+    CommandNotFound => "lp::check::command-not-found", "a declared consumer's program cannot be found";
     UnknownSetting => "lp::check::unknown-setting", "the stdlib has no such setting";
     SettingValue => "lp::check::setting-value", "a setting's value has the wrong form";
     Duplicate => "lp::check::duplicate", "something that may appear once appears twice";

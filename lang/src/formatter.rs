@@ -104,6 +104,10 @@ fn item_line(item: &Item) -> Line {
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+        Item::Consumer { name, words, .. } => Line::Text(join(&[
+            &format!("consumer {}", name.value),
+            &ast::words_text(words),
+        ])),
         Item::Set { name, value, .. } => {
             Line::Text(format!("set {} {}", name.value, ast::words_text(value)))
         }

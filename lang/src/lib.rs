@@ -11,6 +11,7 @@
 pub mod analyzer;
 pub mod ast;
 pub mod code;
+pub mod declared;
 pub mod diagnostic;
 pub mod formatter;
 pub mod loader;

@@ -22,6 +22,8 @@ pub struct Scope<'a> {
     pub vocab: &'a dyn Vocabulary,
     pub workload: &'a WorkloadSig,
     pub consumers: &'a [String],
+    /// The scenario's own consumers (`consumer NAME command …`).
+    pub declared: &'a [String],
 }
 
 #[derive(Debug, Clone, Default)]
@@ -340,7 +342,13 @@ impl Scope<'_> {
 
     /// Check a consumer name: known to the stdlib, and run by this scenario.
     pub fn consumer(&self, name: &str, span: Span, acc: &mut Matched) {
-        let known: Vec<&str> = self.vocab.consumers().iter().map(|c| c.name).collect();
+        let known: Vec<&str> = self
+            .vocab
+            .consumers()
+            .iter()
+            .map(|c| c.name)
+            .chain(self.declared.iter().map(String::as_str))
+            .collect();
         if !known.contains(&name) {
             acc.diagnostics.push(
                 Code::UnknownConsumer

@@ -23,6 +23,7 @@ pub const KEYWORDS: &[&str] = &[
     "scenario",
     "workload",
     "consumers",
+    "consumer",
     "set",
     "include",
     "fragment",
@@ -51,6 +52,7 @@ pub const TOP_KEYWORDS: &[&str] = &[
     "scenario",
     "workload",
     "consumers",
+    "consumer",
     "set",
     "include",
     "fragment",
@@ -172,6 +174,19 @@ impl<'a> Parser<'a> {
                 names: inner.skip(1).map(|p| self.spanned(&p)).collect(),
                 span,
             },
+            Rule::consumer_decl => {
+                let name = self.spanned(&inner.nth(1).expect("consumer name"));
+                Item::Consumer {
+                    name,
+                    words: inner
+                        .map(|w| match w.as_rule() {
+                            Rule::template => Word::Ident(self.spanned(&w)),
+                            _ => self.word(w),
+                        })
+                        .collect(),
+                    span,
+                }
+            }
             Rule::set_decl => {
                 let name = self.spanned(&inner.nth(1).expect("setting name"));
                 Item::Set {
@@ -666,6 +681,8 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         Rule::scenario_decl => ("`scenario NAME`", None),
         Rule::workload_decl => ("`workload NAME …`", None),
         Rule::consumers_decl => ("`consumers NAME, …`", None),
+        Rule::consumer_decl => ("`consumer NAME command \"PROGRAM ARGS\" …`", None),
+        Rule::template | Rule::decl_word => ("a name, which may hold `{run}`, or a string", None),
         Rule::set_decl => ("`set NAME VALUE`", None),
         Rule::include_decl => ("`include \"FILE\"`", None),
         Rule::fragment_decl => ("`fragment NAME < … >`", None),
@@ -701,6 +718,7 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         Rule::kw_scenario => kw("scenario", "`scenario`"),
         Rule::kw_workload => kw("workload", "`workload`"),
         Rule::kw_consumers => kw("consumers", "`consumers`"),
+        Rule::kw_consumer => kw("consumer", "`consumer`"),
         Rule::kw_set => kw("set", "`set`"),
         Rule::kw_include => kw("include", "`include`"),
         Rule::kw_fragment => kw("fragment", "`fragment`"),

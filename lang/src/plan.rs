@@ -15,6 +15,10 @@ pub struct Plan {
     pub workload: WorkloadPlan,
     /// Consumers under test, in the order declared.
     pub consumers: Vec<String>,
+    /// The team's own consumers (`consumer NAME command "…"`), in the
+    /// order written; those under test are also in `consumers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared: Vec<DeclaredConsumer>,
     /// Every stdlib setting, with the scenario's value or the default.
     pub settings: BTreeMap<String, SettingValue>,
     pub phases: Vec<Phase>,
@@ -23,6 +27,83 @@ pub struct Plan {
     /// moves another's occurrences.
     pub actions: Vec<PlannedAction>,
     pub assertions: Vec<Assertion>,
+}
+
+/// A consumer of the team's own: a program lossproof starts, supervises
+/// and strikes like its reference consumers (docs/bring-your-own.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredConsumer {
+    pub name: String,
+    /// The program and its arguments, split as a shell would (no shell
+    /// runs it); `{placeholders}` are filled per seed.
+    pub command: Vec<String>,
+    /// Where it keeps the Kafka offsets it reached.
+    pub offsets: OffsetsAt,
+    /// What it reads: the change topics (the default), or the source
+    /// database itself through a replication slot of its own.
+    pub reads: Reads,
+    /// What its lake holds: one row per key (a mirror), or every change
+    /// event (a change log, scored by each key's latest row in source order).
+    pub writes: LakeShape,
+    pub span: Span,
+    /// The command string, for diagnostics about the program.
+    pub command_span: Span,
+}
+
+/// The placeholders a consumer declaration may use, and what each becomes.
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("run", "the seed's run id, also the change topics' prefix"),
+    ("consumer", "the consumer's name"),
+    (
+        "namespace",
+        "the Iceberg namespace it writes (command only)",
+    ),
+    ("group", "the Kafka consumer group it uses (command only)"),
+];
+
+/// The namespace a declared consumer writes when it does not say.
+pub const DEFAULT_LAKE: &str = "{consumer}_{run}";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum OffsetsAt {
+    /// The consumer group's committed offsets (the default).
+    Group,
+    /// Snapshot summaries of this table in its namespace, as
+    /// `lossproof.offset.<topic>.<partition>` = the next offset to read.
+    Lake { table: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LakeShape {
+    /// One row per key, like the source (the default).
+    Mirror,
+    /// Every change event as a row (Debezium's envelope: `op`, `source`
+    /// with its `lsn`, `before`/`after` as JSON), append-only.
+    Changelog,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reads {
+    /// Debezium's change topics in Kafka (the default).
+    Topics,
+    /// The source PostgreSQL, through a replication slot and publication
+    /// lossproof names for the run (an embedded Debezium engine, say).
+    Source,
+}
+
+impl DeclaredConsumer {
+    /// `template` with the placeholders of `values` filled in.
+    #[must_use]
+    pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+        values
+            .iter()
+            .fold(template.to_owned(), |text, (name, value)| {
+                text.replace(&format!("{{{name}}}"), value)
+            })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -272,6 +272,8 @@ pub struct Words {
     pub fault_words: Vec<String>,
     pub targets: Vec<String>,
     pub consumers: Vec<String>,
+    /// The clauses of `consumer NAME command "…" …` declarations.
+    pub consumer_clauses: Vec<String>,
     pub workloads: Vec<String>,
     pub workload_params: Vec<String>,
     pub shorthands: Vec<String>,
@@ -345,6 +347,10 @@ impl Words {
                 .consumers()
                 .iter()
                 .map(|c| c.name.to_owned())
+                .collect(),
+            consumer_clauses: crate::declared::CLAUSE_WORDS
+                .iter()
+                .map(|w| (*w).to_owned())
                 .collect(),
             workloads: vocab
                 .workloads()

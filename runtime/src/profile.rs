@@ -131,6 +131,46 @@ pub enum LakeLocation {
     Glue(GlueLocation),
 }
 
+impl LakeLocation {
+    /// The catalog as Iceberg's standard catalog properties (pyiceberg's
+    /// `load_catalog(name, **properties)` takes them as they are; Iceberg
+    /// Java's names are the same): what a consumer of the team's own gets
+    /// in `LOSSPROOF_CATALOG_PROPERTIES`. Credentials are not among them:
+    /// on an emulator they are in the environment (`AWS_ACCESS_KEY_ID`),
+    /// otherwise the program finds its own as AWS's tools do.
+    #[must_use]
+    pub fn catalog_properties(&self) -> Vec<(&'static str, String)> {
+        match self {
+            LakeLocation::Sql {
+                catalog_db,
+                warehouse,
+            } => vec![
+                ("type", "sql".to_owned()),
+                ("uri", format!("sqlite:///{}", catalog_db.display())),
+                ("warehouse", format!("file://{}", warehouse.display())),
+            ],
+            LakeLocation::Glue(glue) => {
+                let mut properties = vec![
+                    ("type", "glue".to_owned()),
+                    ("glue.region", glue.region.clone()),
+                    ("s3.region", glue.region.clone()),
+                    ("warehouse", glue.warehouse.clone()),
+                ];
+                if let Some(endpoint) = &glue.endpoint {
+                    properties.extend([
+                        ("glue.endpoint", endpoint.clone()),
+                        ("s3.endpoint", endpoint.clone()),
+                    ]);
+                }
+                if glue.emulator {
+                    properties.push(("s3.path-style-access", "true".to_owned()));
+                }
+                properties
+            }
+        }
+    }
+}
+
 /// A Glue catalog and its S3 warehouse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlueLocation {

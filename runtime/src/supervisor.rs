@@ -47,6 +47,7 @@ pub struct Supervised {
     args: Vec<OsString>,
     log: PathBuf,
     envs: Vec<(OsString, OsString)>,
+    dir: Option<PathBuf>,
     child: Option<Child>,
     paused: bool,
     /// Times it was started.
@@ -63,6 +64,7 @@ impl Supervised {
             args,
             log,
             envs: Vec::new(),
+            dir: None,
             child: None,
             paused: false,
             starts: 0,
@@ -74,6 +76,19 @@ impl Supervised {
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.envs.push((key.into(), value.into()));
         self
+    }
+
+    /// Start it in `dir` (by default: where lossproof runs).
+    #[must_use]
+    pub fn current_dir(mut self, dir: PathBuf) -> Self {
+        self.dir = Some(dir);
+        self
+    }
+
+    /// Its log file.
+    #[must_use]
+    pub fn log(&self) -> &std::path::Path {
+        &self.log
     }
 
     /// Its process group's resident memory (0 when not running).
@@ -92,7 +107,11 @@ impl Supervised {
             .create(true)
             .append(true)
             .open(&self.log)?;
-        let child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        if let Some(dir) = &self.dir {
+            command.current_dir(dir);
+        }
+        let child = command
             .args(&self.args)
             .process_group(0)
             .env(PARENT_PID_VAR, std::process::id().to_string())

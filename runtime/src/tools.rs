@@ -16,6 +16,10 @@ pub const PYICEBERG_VERSION: &str = "0.12.0";
 /// The nightly's virtualenv (dbt, moto server, boto3, python-hcl2); the
 /// key changes with its pins in `bootstrap.sh`.
 pub const NIGHTLY_VENV_KEY: &str = "1";
+/// The template consumer's virtualenv (`scenarios/bring-your-own/`:
+/// confluent-kafka, fastavro, pyiceberg); the key changes with its pins in
+/// `bootstrap.sh`.
+pub const BYO_VENV_KEY: &str = "1";
 /// moto's version in that virtualenv (pinned in `bootstrap.sh`).
 pub const MOTO_VERSION: &str = "5.2.5";
 
@@ -71,6 +75,14 @@ impl Tools {
         self.cache.join(format!("venv-nightly-{NIGHTLY_VENV_KEY}"))
     }
 
+    /// The template consumer's virtualenv: its `bin/` first on `PATH`
+    /// makes `python3` in `scenarios/bring-your-own/*.lp` the one with its
+    /// packages.
+    #[must_use]
+    pub fn byo_venv(&self) -> PathBuf {
+        self.cache.join(format!("venv-byo-{BYO_VENV_KEY}"))
+    }
+
     #[must_use]
     pub fn postgres(program: &str) -> PathBuf {
         PathBuf::from(POSTGRES_BIN).join(program)
@@ -85,6 +97,7 @@ impl Tools {
             // Written by the bootstrap once pyiceberg imports.
             && self.pyiceberg_venv().join(".complete").is_file()
             && self.nightly_venv().join(".complete").is_file()
+            && self.byo_venv().join(".complete").is_file()
             && which("java")
     }
 

@@ -119,6 +119,31 @@ pub fn setting_value(setting: &SettingSig) -> String {
     }
 }
 
+/// What may follow the words `rest` of `consumer NAME …`: a clause's
+/// choices after its keyword, otherwise the clauses not given yet.
+fn consumer_clauses(rest: &[&str]) -> Vec<CompletionItem> {
+    let words: &[&str] = match rest.last().copied() {
+        Some("command") => &[],
+        Some("reads") => &["topics", "source"],
+        Some("lake") if rest.len() < 2 || rest[rest.len() - 2] != "in" => &["mirror", "changelog"],
+        Some("offsets") => &["in"],
+        Some("in") => &["group", "lake"],
+        _ => &["command", "offsets", "reads", "lake"],
+    };
+    words
+        .iter()
+        .filter(|w| !(["command", "offsets", "reads", "lake"].contains(w) && rest.contains(w)))
+        .map(|w| {
+            item(
+                w,
+                CompletionItemKind::KEYWORD,
+                "consumer clause",
+                crate::lsp::keywords::describe_clause(w).map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
 impl Words<'_> {
     /// The words that fit after the statement's words so far, when those say; `None` when
     /// they do not (offer everything).
@@ -142,6 +167,8 @@ impl Words<'_> {
                 .into_iter()
                 .filter(|c| !listed.contains(&c.label.as_str()))
                 .collect(),
+            ["consumer"] => Vec::new(),
+            ["consumer", _, rest @ ..] => consumer_clauses(rest),
             ["workload"] => Self::workloads(),
             ["workload", _, rest @ ..] => self.workload_params(rest),
             ["use"] => self

@@ -46,6 +46,12 @@ fn describe(ctx: &Context<'_>, workload: &WorkloadSig) -> Option<String> {
             return Some(keyword_text(word, line));
         }
     }
+    if first == "consumer"
+        && !ctx.before.is_empty()
+        && let Some(line) = keywords::describe_clause(word)
+    {
+        return Some(line.to_owned());
+    }
     match ctx.before.last().copied() {
         Some("workload") => {
             return Stdlib

@@ -8,6 +8,9 @@ pub fn describe(keyword: &str) -> Option<&'static str> {
             "`workload NAME [rate RATE] [connections N] [customers N] [mix OP N% …]`: the seeded load on the source."
         }
         "consumers" => "`consumers NAME, …`: the consumers under test (default: all of them).",
+        "consumer" => {
+            "`consumer NAME command \"PROGRAM ARGS\" [offsets in group|lake TABLE] [reads topics|source] [lake mirror|changelog]`: a consumer of your own, started and struck like lossproof's (docs/bring-your-own.md)."
+        }
         "set" => "`set NAME VALUE`: a scenario-wide setting.",
         "include" => {
             "`include \"PATH\"`: a file of fragments, relative to this file (`stdlib/…` ships with lossproof)."
@@ -40,8 +43,37 @@ pub fn describe(keyword: &str) -> Option<&'static str> {
     })
 }
 
+/// What a clause word of a `consumer NAME command …` declaration means.
+pub fn describe_clause(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "command" => {
+            "`command \"PROGRAM ARGS\"`: what lossproof starts, in the scenario's folder, split like a shell would; `{run}`, `{consumer}`, `{namespace}`, `{group}` are filled per seed."
+        }
+        "offsets" | "in" | "group" => {
+            "`offsets in group` (default): the drain gate checks the group's committed offsets; `offsets in lake TABLE`: the snapshot summaries of TABLE hold `lossproof.offset.<topic>.<partition>`."
+        }
+        "reads" | "topics" | "source" => {
+            "`reads topics` (default): Debezium's change topics; `reads source`: the source itself, through a replication slot and publication lossproof names (`LOSSPROOF_SLOT`, `LOSSPROOF_PUBLICATION`)."
+        }
+        "lake" | "mirror" | "changelog" => {
+            "`lake mirror` (default): a row per key; `lake changelog`: every change event (Debezium's envelope as JSON), scored by each key's latest row by `source.lsn`."
+        }
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_consumer_clause_word_is_described() {
+        for word in lossproof_lang::declared::CLAUSE_WORDS {
+            assert!(
+                super::describe_clause(word).is_some(),
+                "no description of `{word}`"
+            );
+        }
+    }
+
     #[test]
     fn every_keyword_is_described() {
         for keyword in lossproof_lang::parser::KEYWORDS {

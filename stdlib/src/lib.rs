@@ -12,6 +12,7 @@ mod error;
 pub mod fault;
 mod faults;
 pub mod not_yet;
+pub mod own;
 pub mod reach;
 pub mod run;
 mod settings;

@@ -17,6 +17,7 @@
   "scenario"
   "workload"
   "consumers"
+  "consumer"
   "set"
   "fragment"
   "use"
@@ -47,6 +48,18 @@
 
 (setting
   name: (name) @property)
+
+; consumer mysink command "java -jar sink.jar --namespace {namespace}" lake mysink_{run}
+; (its clause words are in the generated block below)
+(consumer_declaration
+  name: (name) @constant)
+
+(consumer_declaration
+  (template) @string.special)
+
+(consumer_declaration
+  (string
+    (placeholder) @variable.builtin))
 
 ; Numbers: 3, 30s, 2s±500ms, 30%, 200/s
 (number) @number
@@ -132,6 +145,13 @@
     "table" "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
     "jitter" "for" "kilobytes" "per" "second" "close" "junk" "into" "topic"
     "messages" "snapshots" "nightly"))
+
+; consumer_clauses (in consumer_declaration only)
+(consumer_declaration
+  (identifier) @keyword
+  (#any-of? @keyword
+    "command" "offsets" "in" "group" "lake" "reads" "topics" "source" "mirror"
+    "changelog"))
 
 ; units
 ((unit) @number.unit

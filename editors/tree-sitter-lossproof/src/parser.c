@@ -7,11 +7,11 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 113
+#define STATE_COUNT 125
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 77
+#define SYMBOL_COUNT 84
 #define ALIAS_COUNT 1
-#define TOKEN_COUNT 43
+#define TOKEN_COUNT 46
 #define EXTERNAL_TOKEN_COUNT 3
 #define FIELD_COUNT 18
 #define MAX_ALIAS_SEQUENCE_LENGTH 6
@@ -28,75 +28,82 @@ enum ts_symbol_identifiers {
   anon_sym_workload = 6,
   anon_sym_consumers = 7,
   anon_sym_COMMA = 8,
-  anon_sym_set = 9,
-  anon_sym_include = 10,
-  anon_sym_fragment = 11,
-  anon_sym_use = 12,
-  anon_sym_under = 13,
-  anon_sym_load = 14,
-  anon_sym_quiet = 15,
-  anon_sym_between = 16,
-  anon_sym_and = 17,
-  anon_sym_drain = 18,
-  anon_sym_within = 19,
-  anon_sym_expect = 20,
-  anon_sym_assert = 21,
-  anon_sym_empty = 22,
-  anon_sym_true = 23,
-  anon_sym_EQ = 24,
-  anon_sym_BANG_EQ = 25,
-  anon_sym_LT_EQ = 26,
-  anon_sym_GT_EQ = 27,
-  anon_sym_BQUOTE_BQUOTE_BQUOTE = 28,
-  aux_sym_jitter_token1 = 29,
-  anon_sym_PERCENT = 30,
-  anon_sym_SLASH = 31,
-  sym_unit = 32,
-  sym_number = 33,
-  anon_sym_DQUOTE = 34,
-  anon_sym_DQUOTE2 = 35,
-  sym__string_content = 36,
-  sym_escape_sequence = 37,
-  sym_identifier = 38,
-  sym_comment = 39,
-  sym_fence_language = 40,
-  sym_sql = 41,
-  sym__error_sentinel = 42,
-  sym_source_file = 43,
-  sym__separator = 44,
-  sym_block = 45,
-  sym__statement = 46,
-  sym_scenario = 47,
-  sym_workload = 48,
-  sym_consumers = 49,
-  sym_setting = 50,
-  sym_include = 51,
-  sym_fragment = 52,
-  sym_use = 53,
-  sym_phase = 54,
-  sym_window = 55,
-  sym_drain = 56,
-  sym_expectation = 57,
-  sym_assertion = 58,
-  sym_expected = 59,
-  sym_comparison_operator = 60,
-  sym_sql_block = 61,
-  sym_action = 62,
-  sym__argument = 63,
-  sym__value = 64,
-  sym__duration = 65,
-  sym__name = 66,
-  sym_duration = 67,
-  sym_jitter = 68,
-  sym_percent = 69,
-  sym_rate = 70,
-  sym_string = 71,
-  aux_sym_source_file_repeat1 = 72,
-  aux_sym_workload_repeat1 = 73,
-  aux_sym_consumers_repeat1 = 74,
-  aux_sym_fragment_repeat1 = 75,
-  aux_sym_string_repeat1 = 76,
-  alias_sym_name = 77,
+  anon_sym_consumer = 9,
+  anon_sym_set = 10,
+  anon_sym_include = 11,
+  anon_sym_fragment = 12,
+  anon_sym_use = 13,
+  anon_sym_under = 14,
+  anon_sym_load = 15,
+  anon_sym_quiet = 16,
+  anon_sym_between = 17,
+  anon_sym_and = 18,
+  anon_sym_drain = 19,
+  anon_sym_within = 20,
+  anon_sym_expect = 21,
+  anon_sym_assert = 22,
+  anon_sym_empty = 23,
+  anon_sym_true = 24,
+  anon_sym_EQ = 25,
+  anon_sym_BANG_EQ = 26,
+  anon_sym_LT_EQ = 27,
+  anon_sym_GT_EQ = 28,
+  anon_sym_BQUOTE_BQUOTE_BQUOTE = 29,
+  aux_sym_jitter_token1 = 30,
+  anon_sym_PERCENT = 31,
+  anon_sym_SLASH = 32,
+  sym_unit = 33,
+  sym_number = 34,
+  anon_sym_DQUOTE = 35,
+  anon_sym_DQUOTE2 = 36,
+  sym__string_content = 37,
+  sym_placeholder = 38,
+  sym_escape_sequence = 39,
+  sym_identifier = 40,
+  sym_template = 41,
+  sym_comment = 42,
+  sym_fence_language = 43,
+  sym_sql = 44,
+  sym__error_sentinel = 45,
+  sym_source_file = 46,
+  sym__top_level_statement = 47,
+  sym__separator = 48,
+  sym_block = 49,
+  sym__statement = 50,
+  sym_scenario = 51,
+  sym_workload = 52,
+  sym_consumers = 53,
+  sym_consumer_declaration = 54,
+  sym_setting = 55,
+  sym_include = 56,
+  sym_fragment = 57,
+  sym_use = 58,
+  sym_phase = 59,
+  sym_window = 60,
+  sym_drain = 61,
+  sym_expectation = 62,
+  sym_assertion = 63,
+  sym_expected = 64,
+  sym_comparison_operator = 65,
+  sym_sql_block = 66,
+  sym_action = 67,
+  sym__argument = 68,
+  sym__value = 69,
+  sym__duration = 70,
+  sym__name = 71,
+  sym_duration = 72,
+  sym_jitter = 73,
+  sym_percent = 74,
+  sym_rate = 75,
+  sym_string = 76,
+  aux_sym_source_file_repeat1 = 77,
+  aux_sym_block_repeat1 = 78,
+  aux_sym_workload_repeat1 = 79,
+  aux_sym_consumers_repeat1 = 80,
+  aux_sym_consumer_declaration_repeat1 = 81,
+  aux_sym_fragment_repeat1 = 82,
+  aux_sym_string_repeat1 = 83,
+  alias_sym_name = 84,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -109,6 +116,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_workload] = "workload",
   [anon_sym_consumers] = "consumers",
   [anon_sym_COMMA] = ",",
+  [anon_sym_consumer] = "consumer",
   [anon_sym_set] = "set",
   [anon_sym_include] = "include",
   [anon_sym_fragment] = "fragment",
@@ -137,19 +145,23 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_DQUOTE] = "\"",
   [anon_sym_DQUOTE2] = "\"",
   [sym__string_content] = "_string_content",
+  [sym_placeholder] = "placeholder",
   [sym_escape_sequence] = "escape_sequence",
   [sym_identifier] = "identifier",
+  [sym_template] = "template",
   [sym_comment] = "comment",
   [sym_fence_language] = "fence_language",
   [sym_sql] = "sql",
   [sym__error_sentinel] = "_error_sentinel",
   [sym_source_file] = "source_file",
+  [sym__top_level_statement] = "_top_level_statement",
   [sym__separator] = "_separator",
   [sym_block] = "block",
   [sym__statement] = "_statement",
   [sym_scenario] = "scenario",
   [sym_workload] = "workload",
   [sym_consumers] = "consumers",
+  [sym_consumer_declaration] = "consumer_declaration",
   [sym_setting] = "setting",
   [sym_include] = "include",
   [sym_fragment] = "fragment",
@@ -173,8 +185,10 @@ static const char * const ts_symbol_names[] = {
   [sym_rate] = "rate",
   [sym_string] = "string",
   [aux_sym_source_file_repeat1] = "source_file_repeat1",
+  [aux_sym_block_repeat1] = "block_repeat1",
   [aux_sym_workload_repeat1] = "workload_repeat1",
   [aux_sym_consumers_repeat1] = "consumers_repeat1",
+  [aux_sym_consumer_declaration_repeat1] = "consumer_declaration_repeat1",
   [aux_sym_fragment_repeat1] = "fragment_repeat1",
   [aux_sym_string_repeat1] = "string_repeat1",
   [alias_sym_name] = "name",
@@ -190,6 +204,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_workload] = anon_sym_workload,
   [anon_sym_consumers] = anon_sym_consumers,
   [anon_sym_COMMA] = anon_sym_COMMA,
+  [anon_sym_consumer] = anon_sym_consumer,
   [anon_sym_set] = anon_sym_set,
   [anon_sym_include] = anon_sym_include,
   [anon_sym_fragment] = anon_sym_fragment,
@@ -218,19 +233,23 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_DQUOTE] = anon_sym_DQUOTE,
   [anon_sym_DQUOTE2] = anon_sym_DQUOTE,
   [sym__string_content] = sym__string_content,
+  [sym_placeholder] = sym_placeholder,
   [sym_escape_sequence] = sym_escape_sequence,
   [sym_identifier] = sym_identifier,
+  [sym_template] = sym_template,
   [sym_comment] = sym_comment,
   [sym_fence_language] = sym_fence_language,
   [sym_sql] = sym_sql,
   [sym__error_sentinel] = sym__error_sentinel,
   [sym_source_file] = sym_source_file,
+  [sym__top_level_statement] = sym__top_level_statement,
   [sym__separator] = sym__separator,
   [sym_block] = sym_block,
   [sym__statement] = sym__statement,
   [sym_scenario] = sym_scenario,
   [sym_workload] = sym_workload,
   [sym_consumers] = sym_consumers,
+  [sym_consumer_declaration] = sym_consumer_declaration,
   [sym_setting] = sym_setting,
   [sym_include] = sym_include,
   [sym_fragment] = sym_fragment,
@@ -254,8 +273,10 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_rate] = sym_rate,
   [sym_string] = sym_string,
   [aux_sym_source_file_repeat1] = aux_sym_source_file_repeat1,
+  [aux_sym_block_repeat1] = aux_sym_block_repeat1,
   [aux_sym_workload_repeat1] = aux_sym_workload_repeat1,
   [aux_sym_consumers_repeat1] = aux_sym_consumers_repeat1,
+  [aux_sym_consumer_declaration_repeat1] = aux_sym_consumer_declaration_repeat1,
   [aux_sym_fragment_repeat1] = aux_sym_fragment_repeat1,
   [aux_sym_string_repeat1] = aux_sym_string_repeat1,
   [alias_sym_name] = alias_sym_name,
@@ -295,6 +316,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_COMMA] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_consumer] = {
     .visible = true,
     .named = false,
   },
@@ -410,11 +435,19 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = false,
     .named = true,
   },
+  [sym_placeholder] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_escape_sequence] = {
     .visible = true,
     .named = true,
   },
   [sym_identifier] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_template] = {
     .visible = true,
     .named = true,
   },
@@ -438,6 +471,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym__top_level_statement] = {
+    .visible = false,
+    .named = true,
+  },
   [sym__separator] = {
     .visible = false,
     .named = true,
@@ -459,6 +496,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = true,
   },
   [sym_consumers] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_consumer_declaration] = {
     .visible = true,
     .named = true,
   },
@@ -554,11 +595,19 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = false,
     .named = false,
   },
+  [aux_sym_block_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
   [aux_sym_workload_repeat1] = {
     .visible = false,
     .named = false,
   },
   [aux_sym_consumers_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_consumer_declaration_repeat1] = {
     .visible = false,
     .named = false,
   },
@@ -768,28 +817,28 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [24] = 24,
   [25] = 25,
   [26] = 26,
-  [27] = 23,
-  [28] = 28,
-  [29] = 26,
+  [27] = 27,
+  [28] = 24,
+  [29] = 29,
   [30] = 30,
   [31] = 31,
   [32] = 32,
   [33] = 33,
-  [34] = 15,
+  [34] = 27,
   [35] = 35,
   [36] = 36,
   [37] = 37,
-  [38] = 38,
-  [39] = 39,
+  [38] = 20,
+  [39] = 22,
   [40] = 40,
   [41] = 41,
   [42] = 42,
   [43] = 43,
-  [44] = 44,
-  [45] = 45,
-  [46] = 46,
-  [47] = 47,
-  [48] = 48,
+  [44] = 42,
+  [45] = 18,
+  [46] = 43,
+  [47] = 42,
+  [48] = 43,
   [49] = 49,
   [50] = 50,
   [51] = 51,
@@ -821,25 +870,25 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [77] = 77,
   [78] = 78,
   [79] = 79,
-  [80] = 44,
+  [80] = 80,
   [81] = 81,
-  [82] = 61,
+  [82] = 82,
   [83] = 83,
   [84] = 84,
   [85] = 85,
   [86] = 86,
-  [87] = 17,
+  [87] = 87,
   [88] = 88,
   [89] = 89,
-  [90] = 90,
+  [90] = 32,
   [91] = 91,
   [92] = 92,
   [93] = 93,
   [94] = 94,
   [95] = 95,
   [96] = 96,
-  [97] = 88,
-  [98] = 98,
+  [97] = 97,
+  [98] = 19,
   [99] = 99,
   [100] = 100,
   [101] = 101,
@@ -848,12 +897,24 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [104] = 104,
   [105] = 105,
   [106] = 106,
-  [107] = 18,
-  [108] = 108,
+  [107] = 107,
+  [108] = 103,
   [109] = 109,
-  [110] = 19,
-  [111] = 109,
+  [110] = 110,
+  [111] = 111,
   [112] = 112,
+  [113] = 113,
+  [114] = 114,
+  [115] = 115,
+  [116] = 116,
+  [117] = 22,
+  [118] = 20,
+  [119] = 119,
+  [120] = 119,
+  [121] = 121,
+  [122] = 122,
+  [123] = 123,
+  [124] = 124,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -861,261 +922,284 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
   eof = lexer->eof(lexer);
   switch (state) {
     case 0:
-      if (eof) ADVANCE(92);
+      if (eof) ADVANCE(95);
       ADVANCE_MAP(
-        '\n', 94,
-        '!', 3,
-        '"', 144,
-        '#', 214,
-        '%', 137,
-        '+', 2,
-        ',', 105,
-        '/', 138,
-        ';', 93,
-        '<', 96,
-        '=', 131,
-        '>', 98,
-        '\\', 86,
-        '`', 5,
-        'a', 45,
-        'b', 19,
-        'c', 55,
-        'd', 60,
-        'e', 42,
-        'f', 64,
-        'h', 139,
-        'i', 46,
-        'l', 56,
-        'm', 140,
+        '\n', 97,
+        '!', 4,
+        '"', 149,
+        '#', 230,
+        '%', 142,
+        '+', 3,
+        ',', 108,
+        '/', 143,
+        ';', 96,
+        '<', 99,
+        '=', 136,
+        '>', 101,
+        '\\', 88,
+        '`', 6,
+        'a', 46,
+        'b', 20,
+        'c', 56,
+        'd', 61,
+        'e', 43,
+        'f', 66,
+        'h', 144,
+        'i', 47,
+        'l', 57,
+        'm', 145,
         'q', 79,
-        's', 139,
-        't', 63,
-        'u', 50,
-        'w', 34,
-        0xb1, 136,
+        's', 144,
+        't', 65,
+        'u', 51,
+        'w', 35,
+        '{', 87,
+        0xb1, 141,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(87);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
+          lookahead == ' ') SKIP(89);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
       END_STATE();
     case 1:
-      if (lookahead == '"') ADVANCE(144);
-      if (lookahead == '#') ADVANCE(146);
-      if (lookahead == '\\') ADVANCE(86);
-      if (lookahead == '\t' ||
-          (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(145);
-      if (lookahead != 0 &&
-          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(146);
+      ADVANCE_MAP(
+        '\n', 97,
+        '#', 230,
+        ';', 96,
+        '>', 100,
+        'a', 211,
+        'b', 165,
+        'c', 200,
+        'd', 202,
+        'e', 226,
+        'f', 206,
+        'i', 188,
+        'q', 221,
+        's', 160,
+        'u', 189,
+        'w', 197,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(1);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 2:
-      if (lookahead == '-') ADVANCE(136);
+      if (lookahead == '"') ADVANCE(149);
+      if (lookahead == '#') ADVANCE(152);
+      if (lookahead == '\\') ADVANCE(88);
+      if (lookahead == '{') ADVANCE(151);
+      if (lookahead == '\t' ||
+          (0x0b <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') ADVANCE(150);
+      if (lookahead != 0 &&
+          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(152);
       END_STATE();
     case 3:
-      if (lookahead == '=') ADVANCE(132);
+      if (lookahead == '-') ADVANCE(141);
       END_STATE();
     case 4:
-      if (lookahead == '`') ADVANCE(135);
+      if (lookahead == '=') ADVANCE(137);
       END_STATE();
     case 5:
-      if (lookahead == '`') ADVANCE(4);
+      if (lookahead == '`') ADVANCE(140);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(32);
+      if (lookahead == '`') ADVANCE(5);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(36);
+      if (lookahead == 'a') ADVANCE(33);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(15);
+      if (lookahead == 'a') ADVANCE(37);
       END_STATE();
     case 9:
       if (lookahead == 'a') ADVANCE(16);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(66);
+      if (lookahead == 'a') ADVANCE(17);
       END_STATE();
     case 11:
-      if (lookahead == 'c') ADVANCE(40);
+      if (lookahead == 'a') ADVANCE(67);
       END_STATE();
     case 12:
-      if (lookahead == 'c') ADVANCE(25);
-      if (lookahead == 'e') ADVANCE(74);
+      if (lookahead == 'c') ADVANCE(41);
       END_STATE();
     case 13:
-      if (lookahead == 'c') ADVANCE(77);
+      if (lookahead == 'c') ADVANCE(26);
+      if (lookahead == 'e') ADVANCE(74);
       END_STATE();
     case 14:
-      if (lookahead == 'd') ADVANCE(121);
+      if (lookahead == 'c') ADVANCE(77);
       END_STATE();
     case 15:
-      if (lookahead == 'd') ADVANCE(116);
+      if (lookahead == 'd') ADVANCE(126);
       END_STATE();
     case 16:
-      if (lookahead == 'd') ADVANCE(101);
+      if (lookahead == 'd') ADVANCE(121);
       END_STATE();
     case 17:
-      if (lookahead == 'd') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(104);
       END_STATE();
     case 18:
-      if (lookahead == 'd') ADVANCE(26);
+      if (lookahead == 'd') ADVANCE(23);
       END_STATE();
     case 19:
-      if (lookahead == 'e') ADVANCE(71);
+      if (lookahead == 'd') ADVANCE(27);
       END_STATE();
     case 20:
-      if (lookahead == 'e') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(71);
       END_STATE();
     case 21:
-      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 'e') ADVANCE(117);
       END_STATE();
     case 22:
-      if (lookahead == 'e') ADVANCE(108);
+      if (lookahead == 'e') ADVANCE(135);
       END_STATE();
     case 23:
-      if (lookahead == 'e') ADVANCE(13);
+      if (lookahead == 'e') ADVANCE(113);
       END_STATE();
     case 24:
-      if (lookahead == 'e') ADVANCE(67);
+      if (lookahead == 'e') ADVANCE(14);
       END_STATE();
     case 25:
-      if (lookahead == 'e') ADVANCE(52);
+      if (lookahead == 'e') ADVANCE(68);
       END_STATE();
     case 26:
-      if (lookahead == 'e') ADVANCE(62);
-      END_STATE();
-    case 27:
-      if (lookahead == 'e') ADVANCE(75);
-      END_STATE();
-    case 28:
-      if (lookahead == 'e') ADVANCE(49);
-      END_STATE();
-    case 29:
-      if (lookahead == 'e') ADVANCE(65);
-      END_STATE();
-    case 30:
       if (lookahead == 'e') ADVANCE(53);
       END_STATE();
+    case 27:
+      if (lookahead == 'e') ADVANCE(63);
+      END_STATE();
+    case 28:
+      if (lookahead == 'e') ADVANCE(75);
+      END_STATE();
+    case 29:
+      if (lookahead == 'e') ADVANCE(50);
+      END_STATE();
+    case 30:
+      if (lookahead == 'e') ADVANCE(64);
+      END_STATE();
     case 31:
-      if (lookahead == 'e') ADVANCE(28);
+      if (lookahead == 'e') ADVANCE(54);
       END_STATE();
     case 32:
-      if (lookahead == 'g') ADVANCE(43);
+      if (lookahead == 'e') ADVANCE(29);
       END_STATE();
     case 33:
-      if (lookahead == 'h') ADVANCE(37);
+      if (lookahead == 'g') ADVANCE(44);
       END_STATE();
     case 34:
-      if (lookahead == 'i') ADVANCE(72);
-      if (lookahead == 'o') ADVANCE(61);
+      if (lookahead == 'h') ADVANCE(38);
       END_STATE();
     case 35:
-      if (lookahead == 'i') ADVANCE(54);
+      if (lookahead == 'i') ADVANCE(72);
+      if (lookahead == 'o') ADVANCE(62);
       END_STATE();
     case 36:
-      if (lookahead == 'i') ADVANCE(47);
+      if (lookahead == 'i') ADVANCE(55);
       END_STATE();
     case 37:
       if (lookahead == 'i') ADVANCE(48);
       END_STATE();
     case 38:
-      if (lookahead == 'i') ADVANCE(27);
+      if (lookahead == 'i') ADVANCE(49);
       END_STATE();
     case 39:
-      if (lookahead == 'k') ADVANCE(41);
+      if (lookahead == 'i') ADVANCE(28);
       END_STATE();
     case 40:
-      if (lookahead == 'l') ADVANCE(82);
+      if (lookahead == 'k') ADVANCE(42);
       END_STATE();
     case 41:
-      if (lookahead == 'l') ADVANCE(57);
+      if (lookahead == 'l') ADVANCE(82);
       END_STATE();
     case 42:
-      if (lookahead == 'm') ADVANCE(58);
-      if (lookahead == 'x') ADVANCE(59);
+      if (lookahead == 'l') ADVANCE(58);
       END_STATE();
     case 43:
-      if (lookahead == 'm') ADVANCE(30);
+      if (lookahead == 'm') ADVANCE(59);
+      if (lookahead == 'x') ADVANCE(60);
       END_STATE();
     case 44:
-      if (lookahead == 'm') ADVANCE(29);
+      if (lookahead == 'm') ADVANCE(31);
       END_STATE();
     case 45:
-      if (lookahead == 'n') ADVANCE(14);
-      if (lookahead == 's') ADVANCE(69);
+      if (lookahead == 'm') ADVANCE(30);
       END_STATE();
     case 46:
-      if (lookahead == 'n') ADVANCE(11);
+      if (lookahead == 'n') ADVANCE(15);
+      if (lookahead == 's') ADVANCE(69);
       END_STATE();
     case 47:
-      if (lookahead == 'n') ADVANCE(122);
+      if (lookahead == 'n') ADVANCE(12);
       END_STATE();
     case 48:
-      if (lookahead == 'n') ADVANCE(124);
+      if (lookahead == 'n') ADVANCE(127);
       END_STATE();
     case 49:
-      if (lookahead == 'n') ADVANCE(119);
+      if (lookahead == 'n') ADVANCE(129);
       END_STATE();
     case 50:
-      if (lookahead == 'n') ADVANCE(18);
-      if (lookahead == 's') ADVANCE(20);
+      if (lookahead == 'n') ADVANCE(124);
       END_STATE();
     case 51:
-      if (lookahead == 'n') ADVANCE(70);
+      if (lookahead == 'n') ADVANCE(19);
+      if (lookahead == 's') ADVANCE(21);
       END_STATE();
     case 52:
-      if (lookahead == 'n') ADVANCE(10);
+      if (lookahead == 'n') ADVANCE(70);
       END_STATE();
     case 53:
-      if (lookahead == 'n') ADVANCE(78);
+      if (lookahead == 'n') ADVANCE(11);
       END_STATE();
     case 54:
-      if (lookahead == 'o') ADVANCE(99);
+      if (lookahead == 'n') ADVANCE(78);
       END_STATE();
     case 55:
-      if (lookahead == 'o') ADVANCE(51);
+      if (lookahead == 'o') ADVANCE(102);
       END_STATE();
     case 56:
-      if (lookahead == 'o') ADVANCE(8);
+      if (lookahead == 'o') ADVANCE(52);
       END_STATE();
     case 57:
       if (lookahead == 'o') ADVANCE(9);
       END_STATE();
     case 58:
-      if (lookahead == 'p') ADVANCE(73);
+      if (lookahead == 'o') ADVANCE(10);
       END_STATE();
     case 59:
-      if (lookahead == 'p') ADVANCE(23);
+      if (lookahead == 'p') ADVANCE(73);
       END_STATE();
     case 60:
-      if (lookahead == 'r') ADVANCE(7);
+      if (lookahead == 'p') ADVANCE(24);
       END_STATE();
     case 61:
-      if (lookahead == 'r') ADVANCE(39);
+      if (lookahead == 'r') ADVANCE(8);
       END_STATE();
     case 62:
-      if (lookahead == 'r') ADVANCE(114);
+      if (lookahead == 'r') ADVANCE(40);
       END_STATE();
     case 63:
-      if (lookahead == 'r') ADVANCE(80);
+      if (lookahead == 'r') ADVANCE(119);
       END_STATE();
     case 64:
-      if (lookahead == 'r') ADVANCE(6);
+      if (lookahead == 'r') ADVANCE(109);
       END_STATE();
     case 65:
-      if (lookahead == 'r') ADVANCE(68);
+      if (lookahead == 'r') ADVANCE(80);
       END_STATE();
     case 66:
-      if (lookahead == 'r') ADVANCE(35);
+      if (lookahead == 'r') ADVANCE(7);
       END_STATE();
     case 67:
-      if (lookahead == 'r') ADVANCE(76);
+      if (lookahead == 'r') ADVANCE(36);
       END_STATE();
     case 68:
-      if (lookahead == 's') ADVANCE(103);
+      if (lookahead == 'r') ADVANCE(76);
       END_STATE();
     case 69:
-      if (lookahead == 's') ADVANCE(24);
+      if (lookahead == 's') ADVANCE(25);
       END_STATE();
     case 70:
       if (lookahead == 's') ADVANCE(81);
@@ -1124,1020 +1208,1154 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
       if (lookahead == 't') ADVANCE(83);
       END_STATE();
     case 72:
-      if (lookahead == 't') ADVANCE(33);
+      if (lookahead == 't') ADVANCE(34);
       END_STATE();
     case 73:
       if (lookahead == 't') ADVANCE(84);
       END_STATE();
     case 74:
-      if (lookahead == 't') ADVANCE(106);
+      if (lookahead == 't') ADVANCE(111);
       END_STATE();
     case 75:
-      if (lookahead == 't') ADVANCE(117);
+      if (lookahead == 't') ADVANCE(122);
       END_STATE();
     case 76:
-      if (lookahead == 't') ADVANCE(127);
+      if (lookahead == 't') ADVANCE(132);
       END_STATE();
     case 77:
-      if (lookahead == 't') ADVANCE(125);
+      if (lookahead == 't') ADVANCE(130);
       END_STATE();
     case 78:
-      if (lookahead == 't') ADVANCE(110);
+      if (lookahead == 't') ADVANCE(115);
       END_STATE();
     case 79:
-      if (lookahead == 'u') ADVANCE(38);
+      if (lookahead == 'u') ADVANCE(39);
       END_STATE();
     case 80:
-      if (lookahead == 'u') ADVANCE(21);
+      if (lookahead == 'u') ADVANCE(22);
       END_STATE();
     case 81:
-      if (lookahead == 'u') ADVANCE(44);
+      if (lookahead == 'u') ADVANCE(45);
       END_STATE();
     case 82:
-      if (lookahead == 'u') ADVANCE(17);
+      if (lookahead == 'u') ADVANCE(18);
       END_STATE();
     case 83:
-      if (lookahead == 'w') ADVANCE(31);
+      if (lookahead == 'w') ADVANCE(32);
       END_STATE();
     case 84:
-      if (lookahead == 'y') ADVANCE(129);
+      if (lookahead == 'y') ADVANCE(134);
       END_STATE();
     case 85:
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(142);
+      if (lookahead == '}') ADVANCE(153);
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
       END_STATE();
     case 86:
-      if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(147);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(147);
       END_STATE();
     case 87:
-      if (eof) ADVANCE(92);
-      ADVANCE_MAP(
-        '\n', 94,
-        '!', 3,
-        '"', 143,
-        '#', 214,
-        ',', 105,
-        ';', 93,
-        '<', 96,
-        '=', 131,
-        '>', 98,
-        '`', 5,
-        'a', 45,
-        'b', 19,
-        'c', 55,
-        'd', 60,
-        'e', 42,
-        'f', 64,
-        'i', 46,
-        'l', 56,
-        'q', 79,
-        's', 12,
-        't', 63,
-        'u', 50,
-        'w', 34,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(87);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
       END_STATE();
     case 88:
-      if (eof) ADVANCE(92);
-      ADVANCE_MAP(
-        '\n', 94,
-        '"', 143,
-        '#', 214,
-        '%', 137,
-        ',', 105,
-        '/', 138,
-        ';', 93,
-        '<', 95,
-        '>', 97,
-        '`', 5,
-        'm', 140,
-        'h', 139,
-        's', 139,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(90);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+      if (lookahead != 0 &&
+          lookahead != '\n') ADVANCE(154);
       END_STATE();
     case 89:
-      if (eof) ADVANCE(92);
+      if (eof) ADVANCE(95);
       ADVANCE_MAP(
-        '\n', 94,
-        '"', 143,
-        '#', 214,
-        '+', 2,
-        ',', 105,
-        ';', 93,
-        '<', 95,
-        '>', 97,
-        '`', 5,
-        0xb1, 136,
+        '\n', 97,
+        '!', 4,
+        '"', 148,
+        '#', 230,
+        ',', 108,
+        ';', 96,
+        '<', 99,
+        '=', 136,
+        '>', 101,
+        '`', 6,
+        'a', 46,
+        'b', 20,
+        'c', 56,
+        'd', 61,
+        'e', 43,
+        'f', 66,
+        'i', 47,
+        'l', 57,
+        'q', 79,
+        's', 13,
+        't', 65,
+        'u', 51,
+        'w', 35,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(90);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          lookahead == ' ') SKIP(89);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
       END_STATE();
     case 90:
-      if (eof) ADVANCE(92);
+      if (eof) ADVANCE(95);
       ADVANCE_MAP(
-        '\n', 94,
-        '"', 143,
-        '#', 214,
-        ',', 105,
-        ';', 93,
-        '<', 95,
-        '>', 97,
-        '`', 5,
+        '\n', 97,
+        '"', 148,
+        '#', 230,
+        '%', 142,
+        ',', 108,
+        '/', 143,
+        ';', 96,
+        '<', 98,
+        '>', 100,
+        '`', 6,
+        'm', 145,
+        'h', 144,
+        's', 144,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(90);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
+          lookahead == ' ') SKIP(92);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 91:
-      if (eof) ADVANCE(92);
+      if (eof) ADVANCE(95);
       ADVANCE_MAP(
-        '\n', 94,
-        '"', 143,
-        '#', 214,
-        ';', 93,
-        '>', 97,
-        'a', 199,
-        'b', 158,
-        'c', 188,
-        'd', 191,
-        'e', 212,
-        'f', 194,
-        'i', 179,
-        'q', 208,
-        's', 153,
-        'u', 180,
-        'w', 187,
+        '\n', 97,
+        '"', 148,
+        '#', 230,
+        '+', 3,
+        ',', 108,
+        ';', 96,
+        '<', 98,
+        '>', 100,
+        '`', 6,
+        0xb1, 141,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(91);
+          lookahead == ' ') SKIP(92);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(ts_builtin_sym_end);
+      if (eof) ADVANCE(95);
+      ADVANCE_MAP(
+        '\n', 97,
+        '"', 148,
+        '#', 230,
+        ',', 108,
+        ';', 96,
+        '<', 98,
+        '>', 100,
+        '`', 6,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(92);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 93:
-      ACCEPT_TOKEN(anon_sym_SEMI);
+      if (eof) ADVANCE(95);
+      if (lookahead == '\n') ADVANCE(97);
+      if (lookahead == '"') ADVANCE(148);
+      if (lookahead == '#') ADVANCE(230);
+      if (lookahead == ';') ADVANCE(96);
+      if (lookahead == '<') ADVANCE(98);
+      if (lookahead == '>') ADVANCE(100);
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(93);
+      if (('.' <= lookahead && lookahead <= '9') ||
+          lookahead == '{' ||
+          lookahead == '}') ADVANCE(229);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(227);
       END_STATE();
     case 94:
-      ACCEPT_TOKEN(sym__newline);
+      if (eof) ADVANCE(95);
+      ADVANCE_MAP(
+        '\n', 97,
+        '"', 148,
+        '#', 230,
+        ';', 96,
+        'a', 211,
+        'b', 165,
+        'c', 198,
+        'd', 202,
+        'e', 226,
+        'f', 206,
+        'i', 188,
+        'q', 221,
+        's', 160,
+        'u', 189,
+        'w', 197,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(94);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 95:
-      ACCEPT_TOKEN(anon_sym_LT);
+      ACCEPT_TOKEN(ts_builtin_sym_end);
       END_STATE();
     case 96:
-      ACCEPT_TOKEN(anon_sym_LT);
-      if (lookahead == '=') ADVANCE(133);
+      ACCEPT_TOKEN(anon_sym_SEMI);
       END_STATE();
     case 97:
-      ACCEPT_TOKEN(anon_sym_GT);
+      ACCEPT_TOKEN(sym__newline);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_GT);
-      if (lookahead == '=') ADVANCE(134);
+      ACCEPT_TOKEN(anon_sym_LT);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_LT);
+      if (lookahead == '=') ADVANCE(138);
       END_STATE();
     case 100:
+      ACCEPT_TOKEN(anon_sym_GT);
+      END_STATE();
+    case 101:
+      ACCEPT_TOKEN(anon_sym_GT);
+      if (lookahead == '=') ADVANCE(139);
+      END_STATE();
+    case 102:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 103:
       ACCEPT_TOKEN(anon_sym_scenario);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 101:
-      ACCEPT_TOKEN(anon_sym_workload);
-      END_STATE();
-    case 102:
-      ACCEPT_TOKEN(anon_sym_workload);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 103:
-      ACCEPT_TOKEN(anon_sym_consumers);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 104:
+      ACCEPT_TOKEN(anon_sym_workload);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_workload);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 106:
+      ACCEPT_TOKEN(anon_sym_consumers);
+      END_STATE();
+    case 107:
       ACCEPT_TOKEN(anon_sym_consumers);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 105:
-      ACCEPT_TOKEN(anon_sym_COMMA);
-      END_STATE();
-    case 106:
-      ACCEPT_TOKEN(anon_sym_set);
-      END_STATE();
-    case 107:
-      ACCEPT_TOKEN(anon_sym_set);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 108:
-      ACCEPT_TOKEN(anon_sym_include);
+      ACCEPT_TOKEN(anon_sym_COMMA);
       END_STATE();
     case 109:
+      ACCEPT_TOKEN(anon_sym_consumer);
+      if (lookahead == 's') ADVANCE(106);
+      END_STATE();
+    case 110:
+      ACCEPT_TOKEN(anon_sym_consumer);
+      if (lookahead == 's') ADVANCE(107);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 111:
+      ACCEPT_TOKEN(anon_sym_set);
+      END_STATE();
+    case 112:
+      ACCEPT_TOKEN(anon_sym_set);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 113:
+      ACCEPT_TOKEN(anon_sym_include);
+      END_STATE();
+    case 114:
       ACCEPT_TOKEN(anon_sym_include);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 110:
-      ACCEPT_TOKEN(anon_sym_fragment);
-      END_STATE();
-    case 111:
-      ACCEPT_TOKEN(anon_sym_fragment);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 112:
-      ACCEPT_TOKEN(anon_sym_use);
-      END_STATE();
-    case 113:
-      ACCEPT_TOKEN(anon_sym_use);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 114:
-      ACCEPT_TOKEN(anon_sym_under);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 115:
+      ACCEPT_TOKEN(anon_sym_fragment);
+      END_STATE();
+    case 116:
+      ACCEPT_TOKEN(anon_sym_fragment);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 117:
+      ACCEPT_TOKEN(anon_sym_use);
+      END_STATE();
+    case 118:
+      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 119:
+      ACCEPT_TOKEN(anon_sym_under);
+      END_STATE();
+    case 120:
       ACCEPT_TOKEN(anon_sym_under);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 116:
-      ACCEPT_TOKEN(anon_sym_load);
-      END_STATE();
-    case 117:
-      ACCEPT_TOKEN(anon_sym_quiet);
-      END_STATE();
-    case 118:
-      ACCEPT_TOKEN(anon_sym_quiet);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 119:
-      ACCEPT_TOKEN(anon_sym_between);
-      END_STATE();
-    case 120:
-      ACCEPT_TOKEN(anon_sym_between);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_and);
+      ACCEPT_TOKEN(anon_sym_load);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_drain);
+      ACCEPT_TOKEN(anon_sym_quiet);
       END_STATE();
     case 123:
+      ACCEPT_TOKEN(anon_sym_quiet);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 124:
+      ACCEPT_TOKEN(anon_sym_between);
+      END_STATE();
+    case 125:
+      ACCEPT_TOKEN(anon_sym_between);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 126:
+      ACCEPT_TOKEN(anon_sym_and);
+      END_STATE();
+    case 127:
+      ACCEPT_TOKEN(anon_sym_drain);
+      END_STATE();
+    case 128:
       ACCEPT_TOKEN(anon_sym_drain);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 124:
-      ACCEPT_TOKEN(anon_sym_within);
-      END_STATE();
-    case 125:
-      ACCEPT_TOKEN(anon_sym_expect);
-      END_STATE();
-    case 126:
-      ACCEPT_TOKEN(anon_sym_expect);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 127:
-      ACCEPT_TOKEN(anon_sym_assert);
-      END_STATE();
-    case 128:
-      ACCEPT_TOKEN(anon_sym_assert);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_empty);
+      ACCEPT_TOKEN(anon_sym_within);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_true);
+      ACCEPT_TOKEN(anon_sym_expect);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_EQ);
+      ACCEPT_TOKEN(anon_sym_expect);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 132:
-      ACCEPT_TOKEN(anon_sym_BANG_EQ);
+      ACCEPT_TOKEN(anon_sym_assert);
       END_STATE();
     case 133:
-      ACCEPT_TOKEN(anon_sym_LT_EQ);
+      ACCEPT_TOKEN(anon_sym_assert);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_GT_EQ);
+      ACCEPT_TOKEN(anon_sym_empty);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
+      ACCEPT_TOKEN(anon_sym_true);
       END_STATE();
     case 136:
-      ACCEPT_TOKEN(aux_sym_jitter_token1);
+      ACCEPT_TOKEN(anon_sym_EQ);
       END_STATE();
     case 137:
-      ACCEPT_TOKEN(anon_sym_PERCENT);
+      ACCEPT_TOKEN(anon_sym_BANG_EQ);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_SLASH);
+      ACCEPT_TOKEN(anon_sym_LT_EQ);
       END_STATE();
     case 139:
-      ACCEPT_TOKEN(sym_unit);
+      ACCEPT_TOKEN(anon_sym_GT_EQ);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(sym_unit);
-      if (lookahead == 's') ADVANCE(139);
+      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(sym_number);
-      if (lookahead == '.') ADVANCE(85);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(141);
+      ACCEPT_TOKEN(aux_sym_jitter_token1);
       END_STATE();
     case 142:
-      ACCEPT_TOKEN(sym_number);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(142);
+      ACCEPT_TOKEN(anon_sym_PERCENT);
       END_STATE();
     case 143:
-      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      ACCEPT_TOKEN(anon_sym_SLASH);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      ACCEPT_TOKEN(sym_unit);
       END_STATE();
     case 145:
+      ACCEPT_TOKEN(sym_unit);
+      if (lookahead == 's') ADVANCE(144);
+      END_STATE();
+    case 146:
+      ACCEPT_TOKEN(sym_number);
+      if (lookahead == '.') ADVANCE(86);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
+      END_STATE();
+    case 147:
+      ACCEPT_TOKEN(sym_number);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(147);
+      END_STATE();
+    case 148:
+      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      END_STATE();
+    case 149:
+      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      END_STATE();
+    case 150:
       ACCEPT_TOKEN(sym__string_content);
-      if (lookahead == '#') ADVANCE(146);
+      if (lookahead == '#') ADVANCE(152);
       if (lookahead == '\t' ||
           (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(145);
+          lookahead == ' ') ADVANCE(150);
       if (lookahead != 0 &&
           (lookahead < '\t' || '\r' < lookahead) &&
           lookahead != '"' &&
           lookahead != '#' &&
-          lookahead != '\\') ADVANCE(146);
+          lookahead != '\\' &&
+          lookahead != '{') ADVANCE(152);
       END_STATE();
-    case 146:
+    case 151:
+      ACCEPT_TOKEN(sym__string_content);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
+      END_STATE();
+    case 152:
       ACCEPT_TOKEN(sym__string_content);
       if (lookahead != 0 &&
           lookahead != '\n' &&
           lookahead != '"' &&
-          lookahead != '\\') ADVANCE(146);
-      END_STATE();
-    case 147:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      END_STATE();
-    case 148:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(170);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 149:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(172);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 150:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(155);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 151:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(195);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 152:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(176);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          lookahead != '\\' &&
+          lookahead != '{') ADVANCE(152);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(163);
-      if (lookahead == 'e') ADVANCE(203);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+      ACCEPT_TOKEN(sym_placeholder);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(206);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+      ACCEPT_TOKEN(sym_escape_sequence);
       END_STATE();
     case 155:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(102);
+      if (lookahead == 'a') ADVANCE(178);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 156:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(165);
+      if (lookahead == 'a') ADVANCE(180);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 157:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(160);
+      if (lookahead == 'a') ADVANCE(162);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 158:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(202);
+      if (lookahead == 'a') ADVANCE(207);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 159:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(113);
+      if (lookahead == 'c') ADVANCE(184);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 160:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(109);
+      if (lookahead == 'c') ADVANCE(170);
+      if (lookahead == 'e') ADVANCE(216);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 161:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(154);
+      if (lookahead == 'c') ADVANCE(219);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 162:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(197);
+      if (lookahead == 'd') ADVANCE(105);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 163:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(184);
+      if (lookahead == 'd') ADVANCE(172);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 164:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(204);
+      if (lookahead == 'd') ADVANCE(167);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 165:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(215);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 166:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(118);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 167:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(114);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 168:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(161);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 169:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(209);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 170:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'e') ADVANCE(193);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 166:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(182);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 167:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(196);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 168:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(185);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 169:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(166);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 170:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'g') ADVANCE(178);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 171:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(186);
+      if (lookahead == 'e') ADVANCE(217);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 172:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(181);
+      if (lookahead == 'e') ADVANCE(204);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 173:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(164);
+      if (lookahead == 'e') ADVANCE(191);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 174:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'k') ADVANCE(175);
+      if (lookahead == 'e') ADVANCE(205);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 175:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(189);
+      if (lookahead == 'e') ADVANCE(194);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 176:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(209);
+      if (lookahead == 'e') ADVANCE(208);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 177:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(167);
+      if (lookahead == 'e') ADVANCE(173);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 178:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(168);
+      if (lookahead == 'g') ADVANCE(187);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 179:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(152);
+      if (lookahead == 'i') ADVANCE(196);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 180:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(156);
-      if (lookahead == 's') ADVANCE(159);
+      if (lookahead == 'i') ADVANCE(190);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 181:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(123);
+      if (lookahead == 'i') ADVANCE(171);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 182:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(120);
+      if (lookahead == 'k') ADVANCE(183);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 183:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(200);
+      if (lookahead == 'l') ADVANCE(199);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 184:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(151);
+      if (lookahead == 'l') ADVANCE(222);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 185:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(207);
+      if (lookahead == 'm') ADVANCE(174);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 186:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(100);
+      if (lookahead == 'm') ADVANCE(176);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 187:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'm') ADVANCE(175);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 188:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(159);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 189:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(163);
+      if (lookahead == 's') ADVANCE(166);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 190:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(128);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 191:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(125);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 192:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(212);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 193:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(158);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 194:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(220);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 195:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(214);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 196:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'o') ADVANCE(103);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 197:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'o') ADVANCE(203);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 198:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'o') ADVANCE(192);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 188:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(183);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 189:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(150);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 190:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'p') ADVANCE(161);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 191:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(149);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 192:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(174);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(115);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(148);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 195:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(171);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 196:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(198);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 197:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(205);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
-      END_STATE();
-    case 198:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(104);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 199:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(201);
+      if (lookahead == 'o') ADVANCE(157);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 200:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(210);
+      if (lookahead == 'o') ADVANCE(195);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 201:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(162);
+      if (lookahead == 'p') ADVANCE(168);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 202:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(211);
+      if (lookahead == 'r') ADVANCE(156);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 203:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(107);
+      if (lookahead == 'r') ADVANCE(182);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 204:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(118);
+      if (lookahead == 'r') ADVANCE(120);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 205:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(128);
+      if (lookahead == 'r') ADVANCE(110);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 206:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(126);
+      if (lookahead == 'r') ADVANCE(155);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 207:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(111);
+      if (lookahead == 'r') ADVANCE(179);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 208:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(173);
+      if (lookahead == 'r') ADVANCE(210);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 209:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(157);
+      if (lookahead == 'r') ADVANCE(218);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 210:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(177);
+      if (lookahead == 's') ADVANCE(107);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 211:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'w') ADVANCE(169);
+      if (lookahead == 's') ADVANCE(213);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 212:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'x') ADVANCE(190);
+      if (lookahead == 's') ADVANCE(223);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
     case 213:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(169);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 214:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(224);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 215:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(225);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 216:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(112);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 217:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(123);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 218:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(133);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 219:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(131);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 220:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(116);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 221:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'u') ADVANCE(181);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 222:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'u') ADVANCE(164);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 223:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'u') ADVANCE(185);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 224:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'u') ADVANCE(186);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 225:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'w') ADVANCE(177);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 226:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'x') ADVANCE(201);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      END_STATE();
+    case 227:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == '.' ||
+          lookahead == '/' ||
+          lookahead == '{' ||
+          lookahead == '}') ADVANCE(229);
+      if (('-' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(227);
+      END_STATE();
+    case 228:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(213);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
       END_STATE();
-    case 214:
+    case 229:
+      ACCEPT_TOKEN(sym_template);
+      if (('-' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= '{') ||
+          lookahead == '}') ADVANCE(229);
+      END_STATE();
+    case 230:
       ACCEPT_TOKEN(sym_comment);
       if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(214);
+          lookahead != '\n') ADVANCE(230);
       END_STATE();
     default:
       return false;
@@ -2146,67 +2364,67 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
 
 static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [0] = {.lex_state = 0, .external_lex_state = 1},
-  [1] = {.lex_state = 91},
-  [2] = {.lex_state = 91},
-  [3] = {.lex_state = 91},
-  [4] = {.lex_state = 91},
-  [5] = {.lex_state = 91},
-  [6] = {.lex_state = 91},
-  [7] = {.lex_state = 89},
-  [8] = {.lex_state = 89},
-  [9] = {.lex_state = 89},
-  [10] = {.lex_state = 89},
-  [11] = {.lex_state = 89},
-  [12] = {.lex_state = 89},
-  [13] = {.lex_state = 89},
-  [14] = {.lex_state = 89},
-  [15] = {.lex_state = 88},
-  [16] = {.lex_state = 89},
-  [17] = {.lex_state = 89},
-  [18] = {.lex_state = 89},
-  [19] = {.lex_state = 89},
-  [20] = {.lex_state = 89},
-  [21] = {.lex_state = 0},
-  [22] = {.lex_state = 89},
-  [23] = {.lex_state = 89},
-  [24] = {.lex_state = 89},
-  [25] = {.lex_state = 89},
-  [26] = {.lex_state = 89},
-  [27] = {.lex_state = 0},
+  [1] = {.lex_state = 94},
+  [2] = {.lex_state = 94},
+  [3] = {.lex_state = 94},
+  [4] = {.lex_state = 1},
+  [5] = {.lex_state = 1},
+  [6] = {.lex_state = 1},
+  [7] = {.lex_state = 91},
+  [8] = {.lex_state = 91},
+  [9] = {.lex_state = 94},
+  [10] = {.lex_state = 1},
+  [11] = {.lex_state = 91},
+  [12] = {.lex_state = 91},
+  [13] = {.lex_state = 91},
+  [14] = {.lex_state = 91},
+  [15] = {.lex_state = 91},
+  [16] = {.lex_state = 91},
+  [17] = {.lex_state = 91},
+  [18] = {.lex_state = 90},
+  [19] = {.lex_state = 91},
+  [20] = {.lex_state = 91},
+  [21] = {.lex_state = 91},
+  [22] = {.lex_state = 91},
+  [23] = {.lex_state = 91},
+  [24] = {.lex_state = 91},
+  [25] = {.lex_state = 0},
+  [26] = {.lex_state = 91},
+  [27] = {.lex_state = 91},
   [28] = {.lex_state = 0},
-  [29] = {.lex_state = 0},
-  [30] = {.lex_state = 0},
-  [31] = {.lex_state = 0},
-  [32] = {.lex_state = 0},
+  [29] = {.lex_state = 93},
+  [30] = {.lex_state = 93},
+  [31] = {.lex_state = 93},
+  [32] = {.lex_state = 93},
   [33] = {.lex_state = 0},
-  [34] = {.lex_state = 88},
+  [34] = {.lex_state = 0},
   [35] = {.lex_state = 0},
   [36] = {.lex_state = 0},
   [37] = {.lex_state = 0},
-  [38] = {.lex_state = 0},
-  [39] = {.lex_state = 0},
+  [38] = {.lex_state = 93},
+  [39] = {.lex_state = 93},
   [40] = {.lex_state = 0},
-  [41] = {.lex_state = 0},
-  [42] = {.lex_state = 0},
-  [43] = {.lex_state = 0},
-  [44] = {.lex_state = 1},
-  [45] = {.lex_state = 0},
-  [46] = {.lex_state = 0},
-  [47] = {.lex_state = 0},
-  [48] = {.lex_state = 0},
+  [41] = {.lex_state = 2},
+  [42] = {.lex_state = 2},
+  [43] = {.lex_state = 2},
+  [44] = {.lex_state = 2},
+  [45] = {.lex_state = 90},
+  [46] = {.lex_state = 2},
+  [47] = {.lex_state = 2},
+  [48] = {.lex_state = 2},
   [49] = {.lex_state = 0},
   [50] = {.lex_state = 0},
-  [51] = {.lex_state = 1},
+  [51] = {.lex_state = 0},
   [52] = {.lex_state = 0},
   [53] = {.lex_state = 0},
   [54] = {.lex_state = 0},
   [55] = {.lex_state = 0},
   [56] = {.lex_state = 0},
   [57] = {.lex_state = 0},
-  [58] = {.lex_state = 89},
+  [58] = {.lex_state = 0},
   [59] = {.lex_state = 0},
   [60] = {.lex_state = 0},
-  [61] = {.lex_state = 1},
+  [61] = {.lex_state = 0},
   [62] = {.lex_state = 0},
   [63] = {.lex_state = 0},
   [64] = {.lex_state = 0},
@@ -2220,44 +2438,56 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [72] = {.lex_state = 0},
   [73] = {.lex_state = 0},
   [74] = {.lex_state = 0},
-  [75] = {.lex_state = 0},
+  [75] = {.lex_state = 91},
   [76] = {.lex_state = 0},
   [77] = {.lex_state = 0},
   [78] = {.lex_state = 0},
   [79] = {.lex_state = 0},
-  [80] = {.lex_state = 1},
+  [80] = {.lex_state = 0},
   [81] = {.lex_state = 0},
-  [82] = {.lex_state = 1},
+  [82] = {.lex_state = 0},
   [83] = {.lex_state = 0},
-  [84] = {.lex_state = 0, .external_lex_state = 2},
-  [85] = {.lex_state = 89},
+  [84] = {.lex_state = 0},
+  [85] = {.lex_state = 0},
   [86] = {.lex_state = 0},
   [87] = {.lex_state = 0},
   [88] = {.lex_state = 0},
   [89] = {.lex_state = 0},
-  [90] = {.lex_state = 0, .external_lex_state = 3},
-  [91] = {.lex_state = 89},
-  [92] = {.lex_state = 91},
+  [90] = {.lex_state = 91},
+  [91] = {.lex_state = 0},
+  [92] = {.lex_state = 0},
   [93] = {.lex_state = 0},
   [94] = {.lex_state = 91},
-  [95] = {.lex_state = 89},
-  [96] = {.lex_state = 89},
+  [95] = {.lex_state = 0, .external_lex_state = 2},
+  [96] = {.lex_state = 0},
   [97] = {.lex_state = 0},
-  [98] = {.lex_state = 88},
-  [99] = {.lex_state = 89},
+  [98] = {.lex_state = 0},
+  [99] = {.lex_state = 0},
   [100] = {.lex_state = 0},
-  [101] = {.lex_state = 89},
-  [102] = {.lex_state = 89},
+  [101] = {.lex_state = 94},
+  [102] = {.lex_state = 0, .external_lex_state = 3},
   [103] = {.lex_state = 0},
-  [104] = {.lex_state = 0},
-  [105] = {.lex_state = 0},
-  [106] = {.lex_state = 0},
-  [107] = {.lex_state = 0},
+  [104] = {.lex_state = 94},
+  [105] = {.lex_state = 91},
+  [106] = {.lex_state = 91},
+  [107] = {.lex_state = 91},
   [108] = {.lex_state = 0},
-  [109] = {.lex_state = 88},
+  [109] = {.lex_state = 91},
   [110] = {.lex_state = 0},
-  [111] = {.lex_state = 88},
+  [111] = {.lex_state = 0},
   [112] = {.lex_state = 0},
+  [113] = {.lex_state = 0},
+  [114] = {.lex_state = 90},
+  [115] = {.lex_state = 0},
+  [116] = {.lex_state = 0},
+  [117] = {.lex_state = 0},
+  [118] = {.lex_state = 0},
+  [119] = {.lex_state = 90},
+  [120] = {.lex_state = 90},
+  [121] = {.lex_state = 91},
+  [122] = {.lex_state = 0},
+  [123] = {.lex_state = 91},
+  [124] = {.lex_state = 91},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -2271,6 +2501,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_workload] = ACTIONS(1),
     [anon_sym_consumers] = ACTIONS(1),
     [anon_sym_COMMA] = ACTIONS(1),
+    [anon_sym_consumer] = ACTIONS(1),
     [anon_sym_set] = ACTIONS(1),
     [anon_sym_include] = ACTIONS(1),
     [anon_sym_fragment] = ACTIONS(1),
@@ -2298,6 +2529,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_number] = ACTIONS(1),
     [anon_sym_DQUOTE] = ACTIONS(1),
     [anon_sym_DQUOTE2] = ACTIONS(1),
+    [sym_placeholder] = ACTIONS(1),
     [sym_escape_sequence] = ACTIONS(1),
     [sym_comment] = ACTIONS(3),
     [sym_fence_language] = ACTIONS(1),
@@ -2305,86 +2537,204 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__error_sentinel] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(108),
-    [sym__separator] = STATE(4),
-    [sym__statement] = STATE(40),
-    [sym_scenario] = STATE(40),
-    [sym_workload] = STATE(40),
-    [sym_consumers] = STATE(40),
-    [sym_setting] = STATE(40),
-    [sym_include] = STATE(40),
-    [sym_fragment] = STATE(40),
-    [sym_use] = STATE(40),
-    [sym_phase] = STATE(40),
-    [sym_window] = STATE(40),
-    [sym_drain] = STATE(40),
-    [sym_expectation] = STATE(40),
-    [sym_assertion] = STATE(40),
-    [sym_action] = STATE(40),
-    [aux_sym_source_file_repeat1] = STATE(4),
+    [sym_source_file] = STATE(122),
+    [sym__top_level_statement] = STATE(50),
+    [sym__separator] = STATE(3),
+    [sym__statement] = STATE(50),
+    [sym_scenario] = STATE(50),
+    [sym_workload] = STATE(50),
+    [sym_consumers] = STATE(50),
+    [sym_consumer_declaration] = STATE(50),
+    [sym_setting] = STATE(50),
+    [sym_include] = STATE(50),
+    [sym_fragment] = STATE(50),
+    [sym_use] = STATE(50),
+    [sym_phase] = STATE(50),
+    [sym_window] = STATE(50),
+    [sym_drain] = STATE(50),
+    [sym_expectation] = STATE(50),
+    [sym_assertion] = STATE(50),
+    [sym_action] = STATE(50),
+    [aux_sym_source_file_repeat1] = STATE(3),
     [ts_builtin_sym_end] = ACTIONS(5),
     [anon_sym_SEMI] = ACTIONS(7),
     [sym__newline] = ACTIONS(7),
     [anon_sym_scenario] = ACTIONS(9),
     [anon_sym_workload] = ACTIONS(11),
     [anon_sym_consumers] = ACTIONS(13),
-    [anon_sym_set] = ACTIONS(15),
-    [anon_sym_include] = ACTIONS(17),
-    [anon_sym_fragment] = ACTIONS(19),
-    [anon_sym_use] = ACTIONS(21),
-    [anon_sym_under] = ACTIONS(23),
-    [anon_sym_quiet] = ACTIONS(25),
-    [anon_sym_between] = ACTIONS(27),
-    [anon_sym_drain] = ACTIONS(29),
-    [anon_sym_expect] = ACTIONS(31),
-    [anon_sym_assert] = ACTIONS(33),
-    [sym_identifier] = ACTIONS(35),
+    [anon_sym_consumer] = ACTIONS(15),
+    [anon_sym_set] = ACTIONS(17),
+    [anon_sym_include] = ACTIONS(19),
+    [anon_sym_fragment] = ACTIONS(21),
+    [anon_sym_use] = ACTIONS(23),
+    [anon_sym_under] = ACTIONS(25),
+    [anon_sym_quiet] = ACTIONS(27),
+    [anon_sym_between] = ACTIONS(29),
+    [anon_sym_drain] = ACTIONS(31),
+    [anon_sym_expect] = ACTIONS(33),
+    [anon_sym_assert] = ACTIONS(35),
+    [sym_identifier] = ACTIONS(37),
     [sym_comment] = ACTIONS(3),
   },
 };
 
 static const uint16_t ts_small_parse_table[] = {
-  [0] = 19,
+  [0] = 20,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(42), 1,
-      anon_sym_scenario,
-    ACTIONS(45), 1,
-      anon_sym_workload,
-    ACTIONS(48), 1,
-      anon_sym_consumers,
-    ACTIONS(51), 1,
-      anon_sym_set,
-    ACTIONS(54), 1,
-      anon_sym_include,
-    ACTIONS(57), 1,
-      anon_sym_fragment,
-    ACTIONS(60), 1,
-      anon_sym_use,
-    ACTIONS(63), 1,
-      anon_sym_under,
-    ACTIONS(66), 1,
-      anon_sym_quiet,
-    ACTIONS(69), 1,
-      anon_sym_between,
-    ACTIONS(72), 1,
-      anon_sym_drain,
-    ACTIONS(75), 1,
-      anon_sym_expect,
-    ACTIONS(78), 1,
-      anon_sym_assert,
-    ACTIONS(81), 1,
-      sym_identifier,
-    ACTIONS(37), 2,
+    ACTIONS(39), 1,
       ts_builtin_sym_end,
-      anon_sym_GT,
-    ACTIONS(39), 2,
+    ACTIONS(44), 1,
+      anon_sym_scenario,
+    ACTIONS(47), 1,
+      anon_sym_workload,
+    ACTIONS(50), 1,
+      anon_sym_consumers,
+    ACTIONS(53), 1,
+      anon_sym_consumer,
+    ACTIONS(56), 1,
+      anon_sym_set,
+    ACTIONS(59), 1,
+      anon_sym_include,
+    ACTIONS(62), 1,
+      anon_sym_fragment,
+    ACTIONS(65), 1,
+      anon_sym_use,
+    ACTIONS(68), 1,
+      anon_sym_under,
+    ACTIONS(71), 1,
+      anon_sym_quiet,
+    ACTIONS(74), 1,
+      anon_sym_between,
+    ACTIONS(77), 1,
+      anon_sym_drain,
+    ACTIONS(80), 1,
+      anon_sym_expect,
+    ACTIONS(83), 1,
+      anon_sym_assert,
+    ACTIONS(86), 1,
+      sym_identifier,
+    ACTIONS(41), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(2), 2,
       sym__separator,
       aux_sym_source_file_repeat1,
-    STATE(86), 14,
+    STATE(97), 16,
+      sym__top_level_statement,
+      sym__statement,
+      sym_scenario,
+      sym_workload,
+      sym_consumers,
+      sym_consumer_declaration,
+      sym_setting,
+      sym_include,
+      sym_fragment,
+      sym_use,
+      sym_phase,
+      sym_window,
+      sym_drain,
+      sym_expectation,
+      sym_assertion,
+      sym_action,
+  [78] = 20,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_scenario,
+    ACTIONS(11), 1,
+      anon_sym_workload,
+    ACTIONS(13), 1,
+      anon_sym_consumers,
+    ACTIONS(15), 1,
+      anon_sym_consumer,
+    ACTIONS(17), 1,
+      anon_sym_set,
+    ACTIONS(19), 1,
+      anon_sym_include,
+    ACTIONS(21), 1,
+      anon_sym_fragment,
+    ACTIONS(23), 1,
+      anon_sym_use,
+    ACTIONS(25), 1,
+      anon_sym_under,
+    ACTIONS(27), 1,
+      anon_sym_quiet,
+    ACTIONS(29), 1,
+      anon_sym_between,
+    ACTIONS(31), 1,
+      anon_sym_drain,
+    ACTIONS(33), 1,
+      anon_sym_expect,
+    ACTIONS(35), 1,
+      anon_sym_assert,
+    ACTIONS(37), 1,
+      sym_identifier,
+    ACTIONS(89), 1,
+      ts_builtin_sym_end,
+    ACTIONS(91), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(2), 2,
+      sym__separator,
+      aux_sym_source_file_repeat1,
+    STATE(92), 16,
+      sym__top_level_statement,
+      sym__statement,
+      sym_scenario,
+      sym_workload,
+      sym_consumers,
+      sym_consumer_declaration,
+      sym_setting,
+      sym_include,
+      sym_fragment,
+      sym_use,
+      sym_phase,
+      sym_window,
+      sym_drain,
+      sym_expectation,
+      sym_assertion,
+      sym_action,
+  [156] = 19,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_scenario,
+    ACTIONS(11), 1,
+      anon_sym_workload,
+    ACTIONS(13), 1,
+      anon_sym_consumers,
+    ACTIONS(17), 1,
+      anon_sym_set,
+    ACTIONS(19), 1,
+      anon_sym_include,
+    ACTIONS(21), 1,
+      anon_sym_fragment,
+    ACTIONS(23), 1,
+      anon_sym_use,
+    ACTIONS(25), 1,
+      anon_sym_under,
+    ACTIONS(27), 1,
+      anon_sym_quiet,
+    ACTIONS(29), 1,
+      anon_sym_between,
+    ACTIONS(31), 1,
+      anon_sym_drain,
+    ACTIONS(33), 1,
+      anon_sym_expect,
+    ACTIONS(35), 1,
+      anon_sym_assert,
+    ACTIONS(37), 1,
+      sym_identifier,
+    ACTIONS(95), 1,
+      anon_sym_GT,
+    ACTIONS(93), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(6), 2,
+      sym__separator,
+      aux_sym_block_repeat1,
+    STATE(49), 14,
       sym__statement,
       sym_scenario,
       sym_workload,
@@ -2399,46 +2749,46 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [74] = 19,
+  [229] = 19,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_scenario,
-    ACTIONS(11), 1,
-      anon_sym_workload,
-    ACTIONS(13), 1,
-      anon_sym_consumers,
-    ACTIONS(15), 1,
-      anon_sym_set,
-    ACTIONS(17), 1,
-      anon_sym_include,
-    ACTIONS(19), 1,
-      anon_sym_fragment,
-    ACTIONS(21), 1,
-      anon_sym_use,
-    ACTIONS(23), 1,
-      anon_sym_under,
-    ACTIONS(25), 1,
-      anon_sym_quiet,
-    ACTIONS(27), 1,
-      anon_sym_between,
-    ACTIONS(29), 1,
-      anon_sym_drain,
-    ACTIONS(31), 1,
-      anon_sym_expect,
-    ACTIONS(33), 1,
-      anon_sym_assert,
-    ACTIONS(35), 1,
-      sym_identifier,
-    ACTIONS(86), 1,
+    ACTIONS(100), 1,
       anon_sym_GT,
-    ACTIONS(84), 2,
+    ACTIONS(102), 1,
+      anon_sym_scenario,
+    ACTIONS(105), 1,
+      anon_sym_workload,
+    ACTIONS(108), 1,
+      anon_sym_consumers,
+    ACTIONS(111), 1,
+      anon_sym_set,
+    ACTIONS(114), 1,
+      anon_sym_include,
+    ACTIONS(117), 1,
+      anon_sym_fragment,
+    ACTIONS(120), 1,
+      anon_sym_use,
+    ACTIONS(123), 1,
+      anon_sym_under,
+    ACTIONS(126), 1,
+      anon_sym_quiet,
+    ACTIONS(129), 1,
+      anon_sym_between,
+    ACTIONS(132), 1,
+      anon_sym_drain,
+    ACTIONS(135), 1,
+      anon_sym_expect,
+    ACTIONS(138), 1,
+      anon_sym_assert,
+    ACTIONS(141), 1,
+      sym_identifier,
+    ACTIONS(97), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(5), 2,
       sym__separator,
-      aux_sym_source_file_repeat1,
-    STATE(47), 14,
+      aux_sym_block_repeat1,
+    STATE(96), 14,
       sym__statement,
       sym_scenario,
       sym_workload,
@@ -2453,7 +2803,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [147] = 19,
+  [302] = 19,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
@@ -2462,37 +2812,37 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_workload,
     ACTIONS(13), 1,
       anon_sym_consumers,
-    ACTIONS(15), 1,
-      anon_sym_set,
     ACTIONS(17), 1,
-      anon_sym_include,
+      anon_sym_set,
     ACTIONS(19), 1,
-      anon_sym_fragment,
+      anon_sym_include,
     ACTIONS(21), 1,
-      anon_sym_use,
+      anon_sym_fragment,
     ACTIONS(23), 1,
-      anon_sym_under,
+      anon_sym_use,
     ACTIONS(25), 1,
-      anon_sym_quiet,
+      anon_sym_under,
     ACTIONS(27), 1,
-      anon_sym_between,
+      anon_sym_quiet,
     ACTIONS(29), 1,
-      anon_sym_drain,
+      anon_sym_between,
     ACTIONS(31), 1,
-      anon_sym_expect,
+      anon_sym_drain,
     ACTIONS(33), 1,
-      anon_sym_assert,
+      anon_sym_expect,
     ACTIONS(35), 1,
+      anon_sym_assert,
+    ACTIONS(37), 1,
       sym_identifier,
-    ACTIONS(88), 1,
-      ts_builtin_sym_end,
-    ACTIONS(90), 2,
+    ACTIONS(146), 1,
+      anon_sym_GT,
+    ACTIONS(144), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(2), 2,
+    STATE(5), 2,
       sym__separator,
-      aux_sym_source_file_repeat1,
-    STATE(52), 14,
+      aux_sym_block_repeat1,
+    STATE(77), 14,
       sym__statement,
       sym_scenario,
       sym_workload,
@@ -2507,100 +2857,23 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [220] = 19,
+  [375] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_scenario,
-    ACTIONS(11), 1,
-      anon_sym_workload,
-    ACTIONS(13), 1,
-      anon_sym_consumers,
-    ACTIONS(15), 1,
-      anon_sym_set,
-    ACTIONS(17), 1,
-      anon_sym_include,
-    ACTIONS(19), 1,
-      anon_sym_fragment,
-    ACTIONS(21), 1,
-      anon_sym_use,
-    ACTIONS(23), 1,
-      anon_sym_under,
-    ACTIONS(25), 1,
-      anon_sym_quiet,
-    ACTIONS(27), 1,
-      anon_sym_between,
-    ACTIONS(29), 1,
-      anon_sym_drain,
-    ACTIONS(31), 1,
-      anon_sym_expect,
-    ACTIONS(33), 1,
-      anon_sym_assert,
-    ACTIONS(35), 1,
-      sym_identifier,
-    ACTIONS(92), 1,
-      anon_sym_GT,
-    ACTIONS(90), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(2), 2,
-      sym__separator,
-      aux_sym_source_file_repeat1,
-    STATE(65), 14,
-      sym__statement,
-      sym_scenario,
-      sym_workload,
-      sym_consumers,
-      sym_setting,
-      sym_include,
-      sym_fragment,
-      sym_use,
-      sym_phase,
-      sym_window,
-      sym_drain,
-      sym_expectation,
-      sym_assertion,
-      sym_action,
-  [293] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(37), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-    ACTIONS(94), 14,
-      anon_sym_scenario,
-      anon_sym_workload,
-      anon_sym_consumers,
-      anon_sym_set,
-      anon_sym_include,
-      anon_sym_fragment,
-      anon_sym_use,
-      anon_sym_under,
-      anon_sym_quiet,
-      anon_sym_between,
-      anon_sym_drain,
-      anon_sym_expect,
-      anon_sym_assert,
-      sym_identifier,
-  [319] = 9,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
+    ACTIONS(150), 1,
       anon_sym_LT,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    STATE(45), 1,
+    STATE(91), 1,
       sym_block,
-    ACTIONS(100), 2,
+    ACTIONS(152), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(96), 4,
+    ACTIONS(148), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2613,28 +2886,28 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [357] = 9,
+  [413] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(98), 1,
+    ACTIONS(150), 1,
       anon_sym_LT,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    STATE(49), 1,
+    STATE(63), 1,
       sym_block,
-    ACTIONS(108), 2,
+    ACTIONS(160), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(106), 4,
+    ACTIONS(158), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(9), 7,
+    STATE(11), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2642,25 +2915,70 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [395] = 7,
+  [451] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(115), 1,
+    ACTIONS(39), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(162), 15,
+      anon_sym_scenario,
+      anon_sym_workload,
+      anon_sym_consumers,
+      anon_sym_consumer,
+      anon_sym_set,
+      anon_sym_include,
+      anon_sym_fragment,
+      anon_sym_use,
+      anon_sym_under,
+      anon_sym_quiet,
+      anon_sym_between,
+      anon_sym_drain,
+      anon_sym_expect,
+      anon_sym_assert,
+      sym_identifier,
+  [477] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(100), 3,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+    ACTIONS(164), 14,
+      anon_sym_scenario,
+      anon_sym_workload,
+      anon_sym_consumers,
+      anon_sym_set,
+      anon_sym_include,
+      anon_sym_fragment,
+      anon_sym_use,
+      anon_sym_under,
+      anon_sym_quiet,
+      anon_sym_between,
+      anon_sym_drain,
+      anon_sym_expect,
+      anon_sym_assert,
+      sym_identifier,
+  [502] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(171), 1,
       sym_number,
-    ACTIONS(118), 1,
+    ACTIONS(174), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(112), 2,
+    ACTIONS(168), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(110), 5,
+    ACTIONS(166), 5,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_LT,
       anon_sym_GT,
-    STATE(9), 7,
+    STATE(11), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2668,24 +2986,24 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [428] = 7,
+  [535] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(108), 2,
+    ACTIONS(179), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(121), 4,
+    ACTIONS(177), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(9), 7,
+    STATE(14), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2693,24 +3011,24 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [460] = 7,
+  [567] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(125), 2,
+    ACTIONS(160), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(123), 4,
+    ACTIONS(181), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(12), 7,
+    STATE(11), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2718,24 +3036,24 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [492] = 7,
+  [599] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(108), 2,
+    ACTIONS(160), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(127), 4,
+    ACTIONS(183), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(9), 7,
+    STATE(11), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2743,24 +3061,24 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [524] = 7,
+  [631] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(108), 2,
+    ACTIONS(160), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(129), 4,
+    ACTIONS(185), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(9), 7,
+    STATE(11), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2768,16 +3086,16 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [556] = 6,
+  [663] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(102), 1,
+    ACTIONS(154), 1,
       sym_number,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(131), 2,
+    ACTIONS(187), 2,
       anon_sym_COMMA,
       sym_identifier,
     STATE(13), 7,
@@ -2788,39 +3106,19 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [582] = 6,
+  [689] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(135), 1,
-      anon_sym_PERCENT,
-    ACTIONS(137), 1,
-      anon_sym_SLASH,
-    ACTIONS(139), 1,
-      sym_unit,
-    ACTIONS(141), 1,
-      sym_identifier,
-    ACTIONS(133), 8,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
+    ACTIONS(154), 1,
       sym_number,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-  [608] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(102), 1,
-      sym_number,
-    ACTIONS(104), 1,
-      anon_sym_DQUOTE,
-    STATE(17), 1,
+    STATE(19), 1,
       sym_duration,
-    ACTIONS(143), 2,
+    ACTIONS(189), 2,
       anon_sym_COMMA,
       sym_identifier,
-    STATE(10), 7,
+    STATE(15), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -2828,12 +3126,32 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [634] = 3,
+  [715] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(145), 1,
+    ACTIONS(193), 1,
+      anon_sym_PERCENT,
+    ACTIONS(195), 1,
+      anon_sym_SLASH,
+    ACTIONS(197), 1,
+      sym_unit,
+    ACTIONS(199), 1,
+      sym_identifier,
+    ACTIONS(191), 8,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      sym_number,
+      anon_sym_DQUOTE,
+  [741] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(201), 1,
       aux_sym_jitter_token1,
-    ACTIONS(133), 9,
+    ACTIONS(191), 9,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2843,24 +3161,10 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [652] = 2,
+  [759] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(147), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [668] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(149), 10,
+    ACTIONS(203), 10,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2871,10 +3175,10 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [684] = 2,
+  [775] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(151), 10,
+    ACTIONS(205), 10,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2885,86 +3189,87 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [700] = 6,
+  [791] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(25), 1,
+    ACTIONS(207), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [807] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(209), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [823] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(211), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      aux_sym_jitter_token1,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [839] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(26), 1,
       sym_comparison_operator,
-    STATE(62), 1,
+    STATE(74), 1,
       sym_expected,
-    ACTIONS(153), 2,
+    ACTIONS(213), 2,
       anon_sym_LT,
       anon_sym_GT,
-    ACTIONS(155), 2,
+    ACTIONS(215), 2,
       anon_sym_empty,
       anon_sym_true,
-    ACTIONS(157), 4,
+    ACTIONS(217), 4,
       anon_sym_EQ,
       anon_sym_BANG_EQ,
       anon_sym_LT_EQ,
       anon_sym_GT_EQ,
-  [724] = 2,
+  [863] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(159), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-      sym_identifier,
-  [740] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(161), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      aux_sym_jitter_token1,
+    ACTIONS(219), 1,
       sym_number,
-      anon_sym_DQUOTE,
+    ACTIONS(221), 1,
       sym_identifier,
-  [756] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(163), 9,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [771] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(104), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(165), 1,
-      sym_number,
-    ACTIONS(167), 1,
-      sym_identifier,
-    STATE(87), 1,
+    STATE(98), 1,
       sym_duration,
-    STATE(89), 5,
+    STATE(100), 5,
       sym__value,
       sym_jitter,
       sym_percent,
       sym_rate,
       sym_string,
-  [794] = 2,
+  [886] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(169), 9,
+    ACTIONS(223), 9,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2974,10 +3279,10 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [809] = 2,
+  [901] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(161), 8,
+    ACTIONS(211), 8,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2986,829 +3291,981 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_and,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
       aux_sym_jitter_token1,
-  [823] = 3,
+  [915] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(173), 1,
-      aux_sym_jitter_token1,
-    ACTIONS(171), 6,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_and,
-  [838] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(169), 7,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_and,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [851] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(177), 1,
-      anon_sym_COMMA,
-    STATE(30), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(175), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [867] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(182), 1,
-      anon_sym_COMMA,
-    STATE(32), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(180), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [883] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(182), 1,
-      anon_sym_COMMA,
-    STATE(30), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(184), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [899] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(175), 5,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-      anon_sym_COMMA,
-  [910] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(135), 1,
-      anon_sym_PERCENT,
-    ACTIONS(137), 1,
-      anon_sym_SLASH,
-    ACTIONS(186), 1,
-      sym_unit,
-    ACTIONS(133), 2,
-      sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [927] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(188), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [937] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
-    ACTIONS(190), 1,
-      sym__newline,
-    STATE(56), 1,
-      sym_block,
-    STATE(57), 1,
-      aux_sym_fragment_repeat1,
-  [953] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(192), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [963] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(194), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [973] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
-    ACTIONS(196), 1,
-      sym__newline,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-    STATE(83), 1,
-      sym_block,
-  [989] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(88), 1,
-      ts_builtin_sym_end,
-    STATE(6), 1,
-      sym__separator,
-    ACTIONS(198), 2,
-      anon_sym_SEMI,
-      sym__newline,
-  [1003] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(200), 1,
-      sym_number,
-    STATE(28), 1,
-      sym_duration,
-    STATE(60), 2,
-      sym__duration,
-      sym_jitter,
-  [1017] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(202), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1027] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(200), 1,
-      sym_number,
-    STATE(28), 1,
-      sym_duration,
-    STATE(63), 2,
-      sym__duration,
-      sym_jitter,
-  [1041] = 4,
-    ACTIONS(204), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(208), 1,
-      sym_comment,
-    STATE(61), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(206), 2,
-      sym__string_content,
-      sym_escape_sequence,
-  [1055] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(210), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1065] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(212), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1075] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(92), 1,
-      anon_sym_GT,
-    STATE(6), 1,
-      sym__separator,
-    ACTIONS(198), 2,
-      anon_sym_SEMI,
-      sym__newline,
-  [1089] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(214), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1099] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(216), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1109] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
-    ACTIONS(218), 1,
-      sym__newline,
-    STATE(79), 1,
-      sym_block,
-    STATE(81), 1,
-      aux_sym_fragment_repeat1,
-  [1125] = 4,
-    ACTIONS(208), 1,
-      sym_comment,
-    ACTIONS(220), 1,
-      anon_sym_DQUOTE2,
-    STATE(51), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(222), 2,
-      sym__string_content,
-      sym_escape_sequence,
-  [1139] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(225), 1,
-      ts_builtin_sym_end,
-    STATE(6), 1,
-      sym__separator,
-    ACTIONS(198), 2,
-      anon_sym_SEMI,
-      sym__newline,
-  [1153] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(227), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1163] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(229), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1173] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(231), 1,
-      sym__newline,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-    ACTIONS(234), 2,
-      anon_sym_LT,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1187] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(236), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1197] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
-    ACTIONS(196), 1,
-      sym__newline,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-    STATE(66), 1,
-      sym_block,
-  [1213] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(104), 1,
+    ACTIONS(227), 1,
       anon_sym_DQUOTE,
-    ACTIONS(238), 1,
+    ACTIONS(230), 1,
       sym_identifier,
-    STATE(37), 2,
-      sym__name,
+    ACTIONS(233), 1,
+      sym_template,
+    STATE(29), 2,
       sym_string,
-  [1227] = 4,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(225), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [937] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(200), 1,
-      sym_number,
-    STATE(28), 1,
-      sym_duration,
-    STATE(36), 2,
-      sym__duration,
-      sym_jitter,
-  [1241] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
+    ACTIONS(238), 1,
+      anon_sym_DQUOTE,
     ACTIONS(240), 1,
-      sym__newline,
-    STATE(67), 1,
-      sym_block,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-  [1257] = 4,
-    ACTIONS(208), 1,
-      sym_comment,
+      sym_identifier,
     ACTIONS(242), 1,
-      anon_sym_DQUOTE2,
-    STATE(51), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(244), 2,
-      sym__string_content,
-      sym_escape_sequence,
-  [1271] = 5,
+      sym_template,
+    STATE(29), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(236), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [959] = 6,
     ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(238), 1,
+      anon_sym_DQUOTE,
     ACTIONS(246), 1,
-      sym__newline,
+      sym_identifier,
     ACTIONS(248), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    STATE(69), 1,
-      sym_sql_block,
-    STATE(70), 1,
-      aux_sym_fragment_repeat1,
-  [1287] = 5,
+      sym_template,
+    STATE(30), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(244), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [981] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(98), 1,
+    ACTIONS(252), 1,
+      sym_identifier,
+    ACTIONS(250), 7,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
       anon_sym_LT,
-    ACTIONS(250), 1,
-      sym__newline,
-    STATE(38), 1,
-      sym_block,
-    STATE(39), 1,
-      aux_sym_fragment_repeat1,
-  [1303] = 2,
+      anon_sym_GT,
+      anon_sym_DQUOTE,
+      sym_template,
+  [997] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(252), 4,
+    ACTIONS(256), 1,
+      aux_sym_jitter_token1,
+    ACTIONS(254), 6,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
+      anon_sym_LT,
       anon_sym_GT,
-  [1313] = 4,
+      anon_sym_and,
+  [1012] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(254), 1,
-      anon_sym_GT,
-    STATE(6), 1,
-      sym__separator,
-    ACTIONS(198), 2,
-      anon_sym_SEMI,
-      sym__newline,
-  [1327] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(256), 4,
+    ACTIONS(223), 7,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
+      anon_sym_LT,
       anon_sym_GT,
-  [1337] = 2,
+      anon_sym_and,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1025] = 4,
     ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(260), 1,
+      anon_sym_COMMA,
+    STATE(35), 1,
+      aux_sym_consumers_repeat1,
     ACTIONS(258), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1347] = 5,
+  [1041] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(98), 1,
-      anon_sym_LT,
-    ACTIONS(196), 1,
-      sym__newline,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-    STATE(72), 1,
-      sym_block,
-  [1363] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(260), 4,
+    ACTIONS(265), 1,
+      anon_sym_COMMA,
+    STATE(35), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(263), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1373] = 5,
+  [1057] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(196), 1,
-      sym__newline,
-    ACTIONS(248), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-    STATE(74), 1,
-      sym_sql_block,
-  [1389] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(262), 4,
+    ACTIONS(265), 1,
+      anon_sym_COMMA,
+    STATE(36), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(267), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1399] = 2,
+  [1073] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(264), 4,
+    ACTIONS(269), 1,
+      sym_identifier,
+    ACTIONS(203), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1087] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(271), 1,
+      sym_identifier,
+    ACTIONS(207), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1101] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(258), 5,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1409] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(266), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1419] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(268), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1429] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(270), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1439] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(272), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1449] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(200), 1,
-      sym_number,
-    STATE(28), 1,
-      sym_duration,
-    STATE(100), 2,
-      sym__duration,
-      sym_jitter,
-  [1463] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(200), 1,
-      sym_number,
-    STATE(28), 1,
-      sym_duration,
-    STATE(42), 2,
-      sym__duration,
-      sym_jitter,
-  [1477] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(274), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1487] = 4,
-    ACTIONS(208), 1,
-      sym_comment,
-    ACTIONS(276), 1,
+      anon_sym_COMMA,
+  [1112] = 5,
+    ACTIONS(273), 1,
       anon_sym_DQUOTE2,
-    STATE(82), 1,
+    ACTIONS(275), 1,
+      sym__string_content,
+    ACTIONS(281), 1,
+      sym_comment,
+    STATE(41), 1,
       aux_sym_string_repeat1,
     ACTIONS(278), 2,
-      sym__string_content,
+      sym_placeholder,
       sym_escape_sequence,
-  [1501] = 5,
+  [1129] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(283), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(285), 1,
+      sym__string_content,
+    STATE(43), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(287), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1146] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(289), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(291), 1,
+      sym__string_content,
+    STATE(41), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(293), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1163] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(295), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(297), 1,
+      sym__string_content,
+    STATE(46), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(299), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1180] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(98), 1,
+    ACTIONS(193), 1,
+      anon_sym_PERCENT,
+    ACTIONS(195), 1,
+      anon_sym_SLASH,
+    ACTIONS(301), 1,
+      sym_unit,
+    ACTIONS(191), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1197] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(291), 1,
+      sym__string_content,
+    ACTIONS(303), 1,
+      anon_sym_DQUOTE2,
+    STATE(41), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(293), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1214] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(305), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(307), 1,
+      sym__string_content,
+    STATE(48), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(309), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1231] = 5,
+    ACTIONS(281), 1,
+      sym_comment,
+    ACTIONS(291), 1,
+      sym__string_content,
+    ACTIONS(311), 1,
+      anon_sym_DQUOTE2,
+    STATE(41), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(293), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1248] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(146), 1,
+      anon_sym_GT,
+    STATE(10), 1,
+      sym__separator,
+    ACTIONS(313), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1262] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(89), 1,
+      ts_builtin_sym_end,
+    STATE(9), 1,
+      sym__separator,
+    ACTIONS(315), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1276] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(317), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1286] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(319), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1296] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
       anon_sym_LT,
-    ACTIONS(196), 1,
+    ACTIONS(321), 1,
+      sym__newline,
+    STATE(69), 1,
+      sym_block,
+    STATE(70), 1,
+      aux_sym_fragment_repeat1,
+  [1312] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(323), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1322] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(325), 1,
+      sym__newline,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+    STATE(71), 1,
+      sym_block,
+  [1338] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      sym_number,
+    STATE(33), 1,
+      sym_duration,
+    STATE(73), 2,
+      sym__duration,
+      sym_jitter,
+  [1352] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(329), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1362] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(331), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1372] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(333), 1,
+      sym__newline,
+    STATE(51), 1,
+      sym_block,
+    STATE(93), 1,
+      aux_sym_fragment_repeat1,
+  [1388] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(335), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1398] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(337), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1408] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      sym_number,
+    STATE(33), 1,
+      sym_duration,
+    STATE(53), 2,
+      sym__duration,
+      sym_jitter,
+  [1422] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(339), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1432] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(341), 1,
       sym__newline,
     STATE(54), 1,
       sym_block,
     STATE(55), 1,
       aux_sym_fragment_repeat1,
-  [1517] = 4,
-    ACTIONS(208), 1,
-      sym_comment,
-    ACTIONS(280), 1,
-      anon_sym_DQUOTE2,
-    STATE(51), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(244), 2,
-      sym__string_content,
-      sym_escape_sequence,
-  [1531] = 2,
+  [1448] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(282), 4,
+    ACTIONS(327), 1,
+      sym_number,
+    STATE(33), 1,
+      sym_duration,
+    STATE(64), 2,
+      sym__duration,
+      sym_jitter,
+  [1462] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      sym_number,
+    STATE(33), 1,
+      sym_duration,
+    STATE(57), 2,
+      sym__duration,
+      sym_jitter,
+  [1476] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(343), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1541] = 4,
+  [1486] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(284), 1,
+    ACTIONS(345), 1,
+      sym__newline,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+    ACTIONS(348), 2,
+      anon_sym_LT,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    ACTIONS(286), 1,
-      sym_fence_language,
-    ACTIONS(288), 1,
-      sym_sql,
-  [1554] = 2,
+  [1500] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(290), 3,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [1563] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(6), 1,
-      sym__separator,
-    ACTIONS(198), 2,
+    ACTIONS(350), 4,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [1574] = 3,
+      anon_sym_GT,
+  [1510] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(173), 1,
-      aux_sym_jitter_token1,
-    ACTIONS(133), 2,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(325), 1,
       sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1585] = 3,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+    STATE(78), 1,
+      sym_block,
+  [1526] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(200), 1,
+    ACTIONS(352), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1536] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
       sym_number,
-    STATE(29), 1,
+    STATE(33), 1,
       sym_duration,
-  [1595] = 2,
+    STATE(110), 2,
+      sym__duration,
+      sym_jitter,
+  [1550] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(292), 2,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(354), 1,
       sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1603] = 3,
+    STATE(79), 1,
+      sym_block,
+    STATE(80), 1,
+      aux_sym_fragment_repeat1,
+  [1566] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(294), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    ACTIONS(296), 1,
-      sym_sql,
-  [1613] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(238), 1,
-      sym_identifier,
-    STATE(14), 1,
-      sym__name,
-  [1623] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(298), 1,
-      anon_sym_DQUOTE,
-    STATE(106), 1,
-      sym_string,
-  [1633] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(300), 2,
+    ACTIONS(356), 1,
       sym__newline,
+    ACTIONS(358), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1641] = 3,
+    STATE(81), 1,
+      sym_sql_block,
+    STATE(82), 1,
+      aux_sym_fragment_repeat1,
+  [1582] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(104), 1,
+    ACTIONS(156), 1,
       anon_sym_DQUOTE,
-    STATE(48), 1,
+    ACTIONS(360), 1,
+      sym_identifier,
+    STATE(52), 2,
+      sym__name,
       sym_string,
-  [1651] = 3,
+  [1596] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(238), 1,
-      sym_identifier,
-    STATE(53), 1,
-      sym__name,
-  [1661] = 3,
+    ACTIONS(362), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1606] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(238), 1,
-      sym_identifier,
-    STATE(50), 1,
-      sym__name,
-  [1671] = 3,
+    ACTIONS(364), 1,
+      anon_sym_GT,
+    STATE(10), 1,
+      sym__separator,
+    ACTIONS(313), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1620] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(302), 1,
-      sym_number,
-    STATE(26), 1,
-      sym_duration,
-  [1681] = 2,
+    ACTIONS(366), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1630] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(304), 1,
-      sym_unit,
-  [1688] = 2,
+    ACTIONS(368), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1640] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(306), 1,
-      sym_identifier,
-  [1695] = 2,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(325), 1,
+      sym__newline,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+    STATE(84), 1,
+      sym_block,
+  [1656] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(308), 1,
-      anon_sym_and,
+    ACTIONS(370), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1666] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(325), 1,
+      sym__newline,
+    ACTIONS(358), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+    STATE(86), 1,
+      sym_sql_block,
+  [1682] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(372), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1692] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(374), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
   [1702] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(310), 1,
-      sym_identifier,
-  [1709] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(312), 1,
-      sym_identifier,
-  [1716] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1723] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(316), 1,
-      anon_sym_within,
-  [1730] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(318), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1737] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(320), 1,
-      anon_sym_expect,
-  [1744] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(147), 1,
-      anon_sym_expect,
-  [1751] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(322), 1,
+    ACTIONS(376), 4,
       ts_builtin_sym_end,
-  [1758] = 2,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1712] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(139), 1,
-      sym_unit,
-  [1765] = 2,
+    ACTIONS(378), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1722] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(149), 1,
-      anon_sym_expect,
-  [1772] = 2,
+    ACTIONS(380), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1732] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(186), 1,
-      sym_unit,
-  [1779] = 2,
+    ACTIONS(382), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1742] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(324), 1,
+    ACTIONS(384), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1752] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(250), 4,
+      anon_sym_COMMA,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [1762] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(386), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1772] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(388), 1,
+      ts_builtin_sym_end,
+    STATE(9), 1,
+      sym__separator,
+    ACTIONS(315), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1786] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
+      anon_sym_LT,
+    ACTIONS(325), 1,
+      sym__newline,
+    STATE(67), 1,
+      sym_block,
+    STATE(68), 1,
+      aux_sym_fragment_repeat1,
+  [1802] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(390), 3,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [1811] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(392), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    ACTIONS(394), 1,
+      sym_fence_language,
+    ACTIONS(396), 1,
+      sym_sql,
+  [1824] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(10), 1,
+      sym__separator,
+    ACTIONS(313), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1835] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(9), 1,
+      sym__separator,
+    ACTIONS(315), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1846] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(256), 1,
+      aux_sym_jitter_token1,
+    ACTIONS(191), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1857] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(398), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1865] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(400), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1873] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(156), 1,
+      anon_sym_DQUOTE,
+    STATE(58), 1,
+      sym_string,
+  [1883] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(402), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    ACTIONS(404), 1,
+      sym_sql,
+  [1893] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      sym_number,
+    STATE(34), 1,
+      sym_duration,
+  [1903] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(406), 1,
+      anon_sym_DQUOTE,
+    STATE(116), 1,
+      sym_string,
+  [1913] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(360), 1,
+      sym_identifier,
+    STATE(59), 1,
+      sym__name,
+  [1923] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(360), 1,
+      sym_identifier,
+    STATE(61), 1,
+      sym__name,
+  [1933] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(360), 1,
+      sym_identifier,
+    STATE(31), 1,
+      sym__name,
+  [1943] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(408), 1,
+      sym_number,
+    STATE(27), 1,
+      sym_duration,
+  [1953] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(410), 1,
+      sym_identifier,
+    STATE(17), 1,
+      sym__name,
+  [1963] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(412), 1,
+      anon_sym_and,
+  [1970] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(414), 1,
+      anon_sym_within,
+  [1977] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(416), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1984] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(418), 1,
       anon_sym_load,
+  [1991] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(420), 1,
+      sym_unit,
+  [1998] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(422), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [2005] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(424), 1,
+      anon_sym_expect,
+  [2012] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(207), 1,
+      anon_sym_expect,
+  [2019] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(203), 1,
+      anon_sym_expect,
+  [2026] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(301), 1,
+      sym_unit,
+  [2033] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(197), 1,
+      sym_unit,
+  [2040] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(426), 1,
+      sym_identifier,
+  [2047] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(428), 1,
+      ts_builtin_sym_end,
+  [2054] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(430), 1,
+      sym_identifier,
+  [2061] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(432), 1,
+      sym_identifier,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(2)] = 0,
-  [SMALL_STATE(3)] = 74,
-  [SMALL_STATE(4)] = 147,
-  [SMALL_STATE(5)] = 220,
-  [SMALL_STATE(6)] = 293,
-  [SMALL_STATE(7)] = 319,
-  [SMALL_STATE(8)] = 357,
-  [SMALL_STATE(9)] = 395,
-  [SMALL_STATE(10)] = 428,
-  [SMALL_STATE(11)] = 460,
-  [SMALL_STATE(12)] = 492,
-  [SMALL_STATE(13)] = 524,
-  [SMALL_STATE(14)] = 556,
-  [SMALL_STATE(15)] = 582,
-  [SMALL_STATE(16)] = 608,
-  [SMALL_STATE(17)] = 634,
-  [SMALL_STATE(18)] = 652,
-  [SMALL_STATE(19)] = 668,
-  [SMALL_STATE(20)] = 684,
-  [SMALL_STATE(21)] = 700,
-  [SMALL_STATE(22)] = 724,
-  [SMALL_STATE(23)] = 740,
-  [SMALL_STATE(24)] = 756,
-  [SMALL_STATE(25)] = 771,
-  [SMALL_STATE(26)] = 794,
-  [SMALL_STATE(27)] = 809,
-  [SMALL_STATE(28)] = 823,
-  [SMALL_STATE(29)] = 838,
-  [SMALL_STATE(30)] = 851,
-  [SMALL_STATE(31)] = 867,
-  [SMALL_STATE(32)] = 883,
-  [SMALL_STATE(33)] = 899,
-  [SMALL_STATE(34)] = 910,
-  [SMALL_STATE(35)] = 927,
-  [SMALL_STATE(36)] = 937,
-  [SMALL_STATE(37)] = 953,
-  [SMALL_STATE(38)] = 963,
-  [SMALL_STATE(39)] = 973,
-  [SMALL_STATE(40)] = 989,
-  [SMALL_STATE(41)] = 1003,
-  [SMALL_STATE(42)] = 1017,
-  [SMALL_STATE(43)] = 1027,
-  [SMALL_STATE(44)] = 1041,
-  [SMALL_STATE(45)] = 1055,
-  [SMALL_STATE(46)] = 1065,
-  [SMALL_STATE(47)] = 1075,
-  [SMALL_STATE(48)] = 1089,
-  [SMALL_STATE(49)] = 1099,
-  [SMALL_STATE(50)] = 1109,
-  [SMALL_STATE(51)] = 1125,
-  [SMALL_STATE(52)] = 1139,
-  [SMALL_STATE(53)] = 1153,
-  [SMALL_STATE(54)] = 1163,
-  [SMALL_STATE(55)] = 1173,
-  [SMALL_STATE(56)] = 1187,
-  [SMALL_STATE(57)] = 1197,
-  [SMALL_STATE(58)] = 1213,
-  [SMALL_STATE(59)] = 1227,
-  [SMALL_STATE(60)] = 1241,
-  [SMALL_STATE(61)] = 1257,
-  [SMALL_STATE(62)] = 1271,
-  [SMALL_STATE(63)] = 1287,
-  [SMALL_STATE(64)] = 1303,
-  [SMALL_STATE(65)] = 1313,
-  [SMALL_STATE(66)] = 1327,
-  [SMALL_STATE(67)] = 1337,
-  [SMALL_STATE(68)] = 1347,
-  [SMALL_STATE(69)] = 1363,
-  [SMALL_STATE(70)] = 1373,
-  [SMALL_STATE(71)] = 1389,
-  [SMALL_STATE(72)] = 1399,
-  [SMALL_STATE(73)] = 1409,
-  [SMALL_STATE(74)] = 1419,
-  [SMALL_STATE(75)] = 1429,
-  [SMALL_STATE(76)] = 1439,
-  [SMALL_STATE(77)] = 1449,
-  [SMALL_STATE(78)] = 1463,
-  [SMALL_STATE(79)] = 1477,
-  [SMALL_STATE(80)] = 1487,
-  [SMALL_STATE(81)] = 1501,
-  [SMALL_STATE(82)] = 1517,
-  [SMALL_STATE(83)] = 1531,
-  [SMALL_STATE(84)] = 1541,
-  [SMALL_STATE(85)] = 1554,
-  [SMALL_STATE(86)] = 1563,
-  [SMALL_STATE(87)] = 1574,
-  [SMALL_STATE(88)] = 1585,
-  [SMALL_STATE(89)] = 1595,
-  [SMALL_STATE(90)] = 1603,
-  [SMALL_STATE(91)] = 1613,
-  [SMALL_STATE(92)] = 1623,
-  [SMALL_STATE(93)] = 1633,
-  [SMALL_STATE(94)] = 1641,
-  [SMALL_STATE(95)] = 1651,
-  [SMALL_STATE(96)] = 1661,
-  [SMALL_STATE(97)] = 1671,
-  [SMALL_STATE(98)] = 1681,
-  [SMALL_STATE(99)] = 1688,
-  [SMALL_STATE(100)] = 1695,
-  [SMALL_STATE(101)] = 1702,
-  [SMALL_STATE(102)] = 1709,
-  [SMALL_STATE(103)] = 1716,
-  [SMALL_STATE(104)] = 1723,
-  [SMALL_STATE(105)] = 1730,
-  [SMALL_STATE(106)] = 1737,
-  [SMALL_STATE(107)] = 1744,
-  [SMALL_STATE(108)] = 1751,
-  [SMALL_STATE(109)] = 1758,
-  [SMALL_STATE(110)] = 1765,
-  [SMALL_STATE(111)] = 1772,
-  [SMALL_STATE(112)] = 1779,
+  [SMALL_STATE(3)] = 78,
+  [SMALL_STATE(4)] = 156,
+  [SMALL_STATE(5)] = 229,
+  [SMALL_STATE(6)] = 302,
+  [SMALL_STATE(7)] = 375,
+  [SMALL_STATE(8)] = 413,
+  [SMALL_STATE(9)] = 451,
+  [SMALL_STATE(10)] = 477,
+  [SMALL_STATE(11)] = 502,
+  [SMALL_STATE(12)] = 535,
+  [SMALL_STATE(13)] = 567,
+  [SMALL_STATE(14)] = 599,
+  [SMALL_STATE(15)] = 631,
+  [SMALL_STATE(16)] = 663,
+  [SMALL_STATE(17)] = 689,
+  [SMALL_STATE(18)] = 715,
+  [SMALL_STATE(19)] = 741,
+  [SMALL_STATE(20)] = 759,
+  [SMALL_STATE(21)] = 775,
+  [SMALL_STATE(22)] = 791,
+  [SMALL_STATE(23)] = 807,
+  [SMALL_STATE(24)] = 823,
+  [SMALL_STATE(25)] = 839,
+  [SMALL_STATE(26)] = 863,
+  [SMALL_STATE(27)] = 886,
+  [SMALL_STATE(28)] = 901,
+  [SMALL_STATE(29)] = 915,
+  [SMALL_STATE(30)] = 937,
+  [SMALL_STATE(31)] = 959,
+  [SMALL_STATE(32)] = 981,
+  [SMALL_STATE(33)] = 997,
+  [SMALL_STATE(34)] = 1012,
+  [SMALL_STATE(35)] = 1025,
+  [SMALL_STATE(36)] = 1041,
+  [SMALL_STATE(37)] = 1057,
+  [SMALL_STATE(38)] = 1073,
+  [SMALL_STATE(39)] = 1087,
+  [SMALL_STATE(40)] = 1101,
+  [SMALL_STATE(41)] = 1112,
+  [SMALL_STATE(42)] = 1129,
+  [SMALL_STATE(43)] = 1146,
+  [SMALL_STATE(44)] = 1163,
+  [SMALL_STATE(45)] = 1180,
+  [SMALL_STATE(46)] = 1197,
+  [SMALL_STATE(47)] = 1214,
+  [SMALL_STATE(48)] = 1231,
+  [SMALL_STATE(49)] = 1248,
+  [SMALL_STATE(50)] = 1262,
+  [SMALL_STATE(51)] = 1276,
+  [SMALL_STATE(52)] = 1286,
+  [SMALL_STATE(53)] = 1296,
+  [SMALL_STATE(54)] = 1312,
+  [SMALL_STATE(55)] = 1322,
+  [SMALL_STATE(56)] = 1338,
+  [SMALL_STATE(57)] = 1352,
+  [SMALL_STATE(58)] = 1362,
+  [SMALL_STATE(59)] = 1372,
+  [SMALL_STATE(60)] = 1388,
+  [SMALL_STATE(61)] = 1398,
+  [SMALL_STATE(62)] = 1408,
+  [SMALL_STATE(63)] = 1422,
+  [SMALL_STATE(64)] = 1432,
+  [SMALL_STATE(65)] = 1448,
+  [SMALL_STATE(66)] = 1462,
+  [SMALL_STATE(67)] = 1476,
+  [SMALL_STATE(68)] = 1486,
+  [SMALL_STATE(69)] = 1500,
+  [SMALL_STATE(70)] = 1510,
+  [SMALL_STATE(71)] = 1526,
+  [SMALL_STATE(72)] = 1536,
+  [SMALL_STATE(73)] = 1550,
+  [SMALL_STATE(74)] = 1566,
+  [SMALL_STATE(75)] = 1582,
+  [SMALL_STATE(76)] = 1596,
+  [SMALL_STATE(77)] = 1606,
+  [SMALL_STATE(78)] = 1620,
+  [SMALL_STATE(79)] = 1630,
+  [SMALL_STATE(80)] = 1640,
+  [SMALL_STATE(81)] = 1656,
+  [SMALL_STATE(82)] = 1666,
+  [SMALL_STATE(83)] = 1682,
+  [SMALL_STATE(84)] = 1692,
+  [SMALL_STATE(85)] = 1702,
+  [SMALL_STATE(86)] = 1712,
+  [SMALL_STATE(87)] = 1722,
+  [SMALL_STATE(88)] = 1732,
+  [SMALL_STATE(89)] = 1742,
+  [SMALL_STATE(90)] = 1752,
+  [SMALL_STATE(91)] = 1762,
+  [SMALL_STATE(92)] = 1772,
+  [SMALL_STATE(93)] = 1786,
+  [SMALL_STATE(94)] = 1802,
+  [SMALL_STATE(95)] = 1811,
+  [SMALL_STATE(96)] = 1824,
+  [SMALL_STATE(97)] = 1835,
+  [SMALL_STATE(98)] = 1846,
+  [SMALL_STATE(99)] = 1857,
+  [SMALL_STATE(100)] = 1865,
+  [SMALL_STATE(101)] = 1873,
+  [SMALL_STATE(102)] = 1883,
+  [SMALL_STATE(103)] = 1893,
+  [SMALL_STATE(104)] = 1903,
+  [SMALL_STATE(105)] = 1913,
+  [SMALL_STATE(106)] = 1923,
+  [SMALL_STATE(107)] = 1933,
+  [SMALL_STATE(108)] = 1943,
+  [SMALL_STATE(109)] = 1953,
+  [SMALL_STATE(110)] = 1963,
+  [SMALL_STATE(111)] = 1970,
+  [SMALL_STATE(112)] = 1977,
+  [SMALL_STATE(113)] = 1984,
+  [SMALL_STATE(114)] = 1991,
+  [SMALL_STATE(115)] = 1998,
+  [SMALL_STATE(116)] = 2005,
+  [SMALL_STATE(117)] = 2012,
+  [SMALL_STATE(118)] = 2019,
+  [SMALL_STATE(119)] = 2026,
+  [SMALL_STATE(120)] = 2033,
+  [SMALL_STATE(121)] = 2040,
+  [SMALL_STATE(122)] = 2047,
+  [SMALL_STATE(123)] = 2054,
+  [SMALL_STATE(124)] = 2061,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -3816,155 +4273,199 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
   [5] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 0, 0, 0),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
-  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(58),
-  [11] = {.entry = {.count = 1, .reusable = false}}, SHIFT(99),
-  [13] = {.entry = {.count = 1, .reusable = false}}, SHIFT(101),
-  [15] = {.entry = {.count = 1, .reusable = false}}, SHIFT(91),
-  [17] = {.entry = {.count = 1, .reusable = false}}, SHIFT(94),
-  [19] = {.entry = {.count = 1, .reusable = false}}, SHIFT(96),
-  [21] = {.entry = {.count = 1, .reusable = false}}, SHIFT(95),
-  [23] = {.entry = {.count = 1, .reusable = false}}, SHIFT(112),
-  [25] = {.entry = {.count = 1, .reusable = false}}, SHIFT(43),
-  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(77),
-  [29] = {.entry = {.count = 1, .reusable = false}}, SHIFT(104),
-  [31] = {.entry = {.count = 1, .reusable = false}}, SHIFT(16),
-  [33] = {.entry = {.count = 1, .reusable = false}}, SHIFT(92),
-  [35] = {.entry = {.count = 1, .reusable = false}}, SHIFT(7),
-  [37] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [39] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(2),
-  [42] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(58),
-  [45] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(99),
-  [48] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(101),
-  [51] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(91),
-  [54] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(94),
-  [57] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(96),
-  [60] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(95),
-  [63] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(112),
-  [66] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(43),
-  [69] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(77),
-  [72] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(104),
-  [75] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
-  [78] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(92),
-  [81] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [84] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
-  [86] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
-  [88] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [90] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [92] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
-  [94] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [96] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 1, 0, 1),
-  [98] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [100] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [102] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
-  [104] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
-  [106] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 1),
-  [108] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [110] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
-  [112] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(9),
-  [115] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(15),
-  [118] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(44),
-  [121] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expectation, 2, 0, 0),
-  [123] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 2, 0, 3),
-  [125] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [127] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
-  [129] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 6),
-  [131] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
-  [133] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__value, 1, 0, 0),
-  [135] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
-  [137] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [139] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [141] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__value, 1, 0, 0),
-  [143] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [145] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
-  [147] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
-  [149] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
-  [151] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
-  [153] = {.entry = {.count = 1, .reusable = false}}, SHIFT(85),
-  [155] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
-  [157] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
-  [159] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
-  [161] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
-  [163] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
-  [165] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
-  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(89),
-  [169] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_jitter, 3, 0, 16),
-  [171] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__duration, 1, 0, 0),
-  [173] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [175] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
-  [177] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(102),
-  [180] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
-  [182] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [184] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
-  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
-  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 4, 0, 26),
-  [190] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
-  [192] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_scenario, 2, 0, 3),
-  [194] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 3, 0, 9),
-  [196] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [198] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
-  [200] = {.entry = {.count = 1, .reusable = true}}, SHIFT(111),
-  [202] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_drain, 3, 0, 10),
-  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [206] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [208] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
-  [210] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 5),
-  [212] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
-  [214] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_include, 2, 0, 4),
-  [216] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 3, 0, 12),
-  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(81),
-  [220] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
-  [222] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(51),
-  [225] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [227] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use, 2, 0, 3),
-  [229] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 4, 0, 13),
-  [231] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0), SHIFT_REPEAT(55),
-  [234] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0),
-  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 14),
-  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [240] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
-  [242] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [244] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [246] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
-  [248] = {.entry = {.count = 1, .reusable = true}}, SHIFT(84),
-  [250] = {.entry = {.count = 1, .reusable = true}}, SHIFT(39),
-  [252] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 3, 0, 0),
-  [254] = {.entry = {.count = 1, .reusable = true}}, SHIFT(71),
-  [256] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 5, 0, 18),
-  [258] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 5, 0, 19),
-  [260] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 5, 0, 20),
-  [262] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 4, 0, 0),
-  [264] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 6, 0, 22),
-  [266] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 2, 0, 0),
-  [268] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 6, 0, 23),
-  [270] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 24),
-  [272] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 25),
-  [274] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 3, 0, 7),
-  [276] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [278] = {.entry = {.count = 1, .reusable = true}}, SHIFT(82),
-  [280] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
-  [282] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 15),
-  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
-  [286] = {.entry = {.count = 1, .reusable = true}}, SHIFT(90),
-  [288] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
-  [290] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_comparison_operator, 1, 0, 0),
-  [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 2, 0, 21),
-  [294] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
-  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
-  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
-  [300] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 1, 0, 0),
-  [302] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
-  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
-  [306] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [308] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
-  [310] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
-  [312] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
-  [314] = {.entry = {.count = 1, .reusable = true}}, SHIFT(76),
-  [316] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
-  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
-  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
-  [322] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [324] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(75),
+  [11] = {.entry = {.count = 1, .reusable = false}}, SHIFT(123),
+  [13] = {.entry = {.count = 1, .reusable = false}}, SHIFT(121),
+  [15] = {.entry = {.count = 1, .reusable = false}}, SHIFT(107),
+  [17] = {.entry = {.count = 1, .reusable = false}}, SHIFT(109),
+  [19] = {.entry = {.count = 1, .reusable = false}}, SHIFT(101),
+  [21] = {.entry = {.count = 1, .reusable = false}}, SHIFT(105),
+  [23] = {.entry = {.count = 1, .reusable = false}}, SHIFT(106),
+  [25] = {.entry = {.count = 1, .reusable = false}}, SHIFT(113),
+  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(65),
+  [29] = {.entry = {.count = 1, .reusable = false}}, SHIFT(72),
+  [31] = {.entry = {.count = 1, .reusable = false}}, SHIFT(111),
+  [33] = {.entry = {.count = 1, .reusable = false}}, SHIFT(16),
+  [35] = {.entry = {.count = 1, .reusable = false}}, SHIFT(104),
+  [37] = {.entry = {.count = 1, .reusable = false}}, SHIFT(7),
+  [39] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [41] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(2),
+  [44] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
+  [47] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(123),
+  [50] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(121),
+  [53] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(107),
+  [56] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(109),
+  [59] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(101),
+  [62] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(105),
+  [65] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(106),
+  [68] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(113),
+  [71] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(65),
+  [74] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
+  [77] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(111),
+  [80] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
+  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(104),
+  [86] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
+  [89] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [91] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
+  [93] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
+  [95] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
+  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(5),
+  [100] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
+  [102] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
+  [105] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(123),
+  [108] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(121),
+  [111] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(109),
+  [114] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(101),
+  [117] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(105),
+  [120] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(106),
+  [123] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(113),
+  [126] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(65),
+  [129] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
+  [132] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(111),
+  [135] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
+  [138] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(104),
+  [141] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
+  [144] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
+  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(76),
+  [148] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 1, 0, 1),
+  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
+  [152] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
+  [154] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
+  [156] = {.entry = {.count = 1, .reusable = true}}, SHIFT(42),
+  [158] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 1),
+  [160] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [162] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [164] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
+  [166] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
+  [168] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
+  [171] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(18),
+  [174] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(42),
+  [177] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 2, 0, 3),
+  [179] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [181] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expectation, 2, 0, 0),
+  [183] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
+  [185] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 6),
+  [187] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [189] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
+  [191] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__value, 1, 0, 0),
+  [193] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [195] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
+  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
+  [199] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__value, 1, 0, 0),
+  [201] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
+  [203] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
+  [205] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
+  [207] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
+  [209] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
+  [211] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
+  [213] = {.entry = {.count = 1, .reusable = false}}, SHIFT(94),
+  [215] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
+  [217] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
+  [219] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
+  [221] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [223] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_jitter, 3, 0, 16),
+  [225] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0),
+  [227] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
+  [230] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(29),
+  [233] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(29),
+  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 3, 0, 3),
+  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [240] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
+  [242] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
+  [244] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 2, 0, 3),
+  [246] = {.entry = {.count = 1, .reusable = false}}, SHIFT(30),
+  [248] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
+  [250] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
+  [252] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__name, 1, 0, 2),
+  [254] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__duration, 1, 0, 0),
+  [256] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
+  [258] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
+  [260] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(124),
+  [263] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
+  [265] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
+  [267] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
+  [269] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 2, 0, 0),
+  [271] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 3, 0, 0),
+  [273] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
+  [275] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
+  [278] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
+  [281] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
+  [283] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
+  [285] = {.entry = {.count = 1, .reusable = false}}, SHIFT(43),
+  [287] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
+  [289] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [291] = {.entry = {.count = 1, .reusable = false}}, SHIFT(41),
+  [293] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
+  [295] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
+  [297] = {.entry = {.count = 1, .reusable = false}}, SHIFT(46),
+  [299] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [301] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [303] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
+  [305] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [307] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
+  [309] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
+  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(39),
+  [313] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [317] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 3, 0, 7),
+  [319] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_scenario, 2, 0, 3),
+  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
+  [323] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 3, 0, 9),
+  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
+  [327] = {.entry = {.count = 1, .reusable = true}}, SHIFT(119),
+  [329] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_drain, 3, 0, 10),
+  [331] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_include, 2, 0, 4),
+  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
+  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
+  [337] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use, 2, 0, 3),
+  [339] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 3, 0, 12),
+  [341] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [343] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 4, 0, 13),
+  [345] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0), SHIFT_REPEAT(68),
+  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0),
+  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 14),
+  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 15),
+  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
+  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(82),
+  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
+  [360] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 3, 0, 0),
+  [364] = {.entry = {.count = 1, .reusable = true}}, SHIFT(83),
+  [366] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 5, 0, 18),
+  [368] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 5, 0, 19),
+  [370] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 5, 0, 20),
+  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 4, 0, 0),
+  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 6, 0, 22),
+  [376] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 2, 0, 0),
+  [378] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 6, 0, 23),
+  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 24),
+  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 25),
+  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 4, 0, 26),
+  [386] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 5),
+  [388] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_comparison_operator, 1, 0, 0),
+  [392] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
+  [394] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [396] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
+  [398] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 1, 0, 0),
+  [400] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 2, 0, 21),
+  [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
+  [404] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
+  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
+  [410] = {.entry = {.count = 1, .reusable = true}}, SHIFT(90),
+  [412] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
+  [414] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
+  [416] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
+  [418] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
+  [420] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [422] = {.entry = {.count = 1, .reusable = true}}, SHIFT(89),
+  [424] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
+  [426] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [428] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [430] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [432] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
 };
 
 enum ts_external_scanner_symbol_identifiers {

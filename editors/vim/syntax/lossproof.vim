@@ -29,7 +29,8 @@ syntax keyword lpKeyword within between and at every times randomly with chance 
 syntax keyword lpKeyword empty
 syntax keyword lpFault kill stop pause resume restart alter redeliver duplicate recreate drop delay
 syntax keyword lpFault limit cut reset blackhole inject compact expire run fill
-syntax keyword lpTarget consumer connect connector broker postgres registry compactor
+syntax match lpTarget /\v%([A-Za-z0-9_-])@<!consumer%([A-Za-z0-9_-])@!/
+syntax keyword lpTarget connect connector broker postgres registry compactor
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
 syntax keyword lpWorkloadParam rate connections customers mix insert update delete cascade
@@ -38,6 +39,8 @@ syntax keyword lpSetting partitions
 syntax keyword lpShorthand clean damaged most wrong rows fault fired
 syntax keyword lpFaultWord table widen add column rename to from start slot network jitter for
 syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots nightly
+syntax keyword lpConsumerClause contained command offsets in group lake reads topics source mirror
+syntax keyword lpConsumerClause contained changelog
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 
@@ -56,6 +59,19 @@ syntax match lpJitter /±\|+-/ contained
 syntax match lpScenarioName /\v%(<scenario\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
 syntax match lpFragmentName /\v%(<%(fragment|use)\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
 syntax match lpSettingName /\v%(<set\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/
+
+" consumer NAME command "PROGRAM ARGS" [offsets in group|lake TABLE]
+"          [reads topics|source] [lake mirror|changelog]
+" A line of its own; its clause words (lpConsumerClause, contained) are
+" highlighted there only. `consumer` is a `syntax match` (lpTarget, as in
+" `kill consumer`), so this region, defined later, wins where both start.
+syntax region lpConsumerDecl matchgroup=lpKeyword start=/\v^\s*\zsconsumer%([A-Za-z0-9_-])@!/ end=/\v;@=|$/ oneline
+      \ contains=lpConsumerName,lpConsumerClause,lpConsumerString,lpTemplate,lpComment
+syntax match lpConsumerName /\v%(<consumer\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/ contained
+" A word that is not an identifier: lake mysink_{run}
+syntax match lpTemplate /\v%(\s)@<=%([0-9.\/{}]|[A-Za-z_][A-Za-z0-9_-]*[.\/{}])[A-Za-z0-9_.\/{}-]*/ contained contains=lpPlaceholder
+syntax region lpConsumerString start=/"/ skip=/\\./ end=/"\|$/ oneline contained contains=lpEscape,lpPlaceholder
+syntax match lpPlaceholder /\v\{[A-Za-z_][A-Za-z0-9_]*\}/ contained
 
 " Blocks < ... >, and comparisons after `expect` in an assertion.
 syntax match lpBlock /[<>]/
@@ -90,6 +106,11 @@ highlight default link lpJitter Operator
 highlight default link lpScenarioName Title
 highlight default link lpFragmentName Function
 highlight default link lpSettingName Identifier
+highlight default link lpConsumerName Constant
+highlight default link lpConsumerClause Keyword
+highlight default link lpConsumerString String
+highlight default link lpTemplate String
+highlight default link lpPlaceholder Special
 highlight default link lpBlock Delimiter
 highlight default link lpDelimiter Delimiter
 highlight default link lpComparison Operator

@@ -1,6 +1,7 @@
 " Headless check of ftdetect/ and syntax/lossproof.vim, run by editors/test.sh:
 "   vim -Nu NONE -i NONE -es --cmd 'set rtp^=editors/vim' --cmd 'filetype on' \
 "       --cmd 'syntax on' -S editors/vim/test/check.vim editors/vscode/test/sample.lp
+" then it opens editors/vscode/test/consumer.lp for the consumer declarations.
 " Writes one line per check to $LP_VIM_REPORT (or stderr) and exits non-zero if
 " any fails.
 let s:failures = 0
@@ -40,6 +41,15 @@ call s:Expect(1, '200/s', 0, '^lpRate$')
 call s:Expect(1, '200/s', 4, '^lpUnit$')
 call s:Expect(1, '50%', 0, '^lpPercent$')
 call s:Expect(1, 'careless,', 0, '^lpConsumer$')
+call s:Expect(1, 'consumer mysink', 0, '^lpKeyword$')
+call s:Expect(1, 'mysink command', 0, '^lpConsumerName$')
+call s:Expect(1, 'command "java', 0, '^lpConsumerClause$')
+call s:Expect(1, '"java -jar', 1, '^lpConsumerString$')
+call s:Expect(1, '{namespace}', 0, '^lpPlaceholder$')
+call s:Expect(1, 'offsets in lake', 0, '^lpConsumerClause$')
+call s:Expect(1, 'offsets in lake', 8, '^lpConsumerClause$')
+call s:Expect(1, 'offsets in lake', 11, '^lpConsumerClause$')
+call s:Expect(1, 'lake _state', 5, '^lpConsumerDecl$')
 call s:Expect(1, 'consumer_batch', 0, '^lpSetting$')
 call s:Expect(1, '"stdlib/faults.lp"', 1, '^lpString$')
 call s:Expect(1, 'chaos <', 0, '^lpFragmentName$')
@@ -69,6 +79,34 @@ call s:Expect(search('\V```sql', 'n'), 'where consumer', 24, '^\%(sql.*\|lpSqlFe
 call s:Expect(search('\V```sql', 'n') + 1, '```', 0, '^lpFence$')
 call s:Expect(1, 'expect empty', 7, '^lpKeyword$')
 call s:Expect(search('\Vexpect empty', 'n') + 1, 'select *', 0, s:sql)
+
+" Consumer declarations in detail (the VS Code test file of their own).
+let s:consumer_lp = expand('<sfile>:p:h') . '/../../vscode/test/consumer.lp'
+execute 'edit' fnameescape(s:consumer_lp)
+call s:Report(&filetype ==# 'lossproof', 'consumer.lp: filetype is ' . &filetype)
+call s:Expect(1, 'consumers careless', 0, '^lpKeyword$')
+call s:Expect(1, 'consumer template', 0, '^lpKeyword$')
+call s:Expect(1, 'template command', 0, '^lpConsumerName$')
+call s:Expect(1, 'reads source lake changelog', 6, '^lpConsumerClause$')
+call s:Expect(1, 'lake changelog', 5, '^lpConsumerClause$')
+call s:Expect(1, '  consumer grouped', 2, '^lpKeyword$')
+call s:Expect(1, '{group}', 0, '^lpPlaceholder$')
+call s:Expect(1, '\\"{run}\\"', 0, '^lpEscape$')
+call s:Expect(1, '\\"{run}\\"', 2, '^lpPlaceholder$')
+call s:Expect(1, 'in group reads', 3, '^lpConsumerClause$')
+call s:Expect(1, '# trailing', 0, '^lpComment$')
+call s:Expect(1, 'mysink_{run}', 0, '^lpTemplate$')
+call s:Expect(1, 'mysink_{run}', 7, '^lpPlaceholder$')
+call s:Expect(1, '{consumer}.offsets', 10, '^lpTemplate$')
+call s:Expect(1, '; drain', 0, '^lpDelimiter$')
+call s:Expect(1, 'drain within', 0, '^lpKeyword$')
+call s:Expect(1, 'kill consumer in group', 5, '^lpTarget$')
+" Clause words mean nothing outside a declaration.
+call s:Expect(1, 'kill consumer in group', 14, '^$')
+call s:Expect(1, 'kill consumer in group', 17, '^$')
+call s:Expect(1, 'expect consumer mysink', 7, '^lpTarget$')
+call s:Expect(1, 'consumer_batch', 0, '^lpSetting$')
+call s:Expect(1, '"{run} is', 1, '^lpString$')
 
 call add(s:out, printf('vim syntax check: %d failed', s:failures))
 " $LP_VIM_REPORT: a file for the report (writing to /dev/stderr clobbers a

@@ -430,6 +430,18 @@ pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, CanonicalError> 
     })
 }
 
+/// A text column's values (`None` for NULL); `None` if `array` is not text.
+#[must_use]
+pub fn arrow_text(array: &ArrayRef) -> Option<Vec<Option<String>>> {
+    let owned = |v: Option<&str>| v.map(str::to_owned);
+    Some(match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().iter().map(owned).collect(),
+        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(owned).collect(),
+        DataType::Utf8View => array.as_string_view().iter().map(owned).collect(),
+        _ => return None,
+    })
+}
+
 /// One table's columns, laid out once for [`row`] (by name) and [`join`]
 /// over the key, so each row is joined straight from its rendered values.
 #[derive(Debug, Clone)]

@@ -28,6 +28,9 @@ pub struct ConsumerPosition {
     /// consumer's offsets as `lossproof.offset.<topic>.<partition>` (the next
     /// offset to read), if it keeps them in the lake.
     pub lake_offsets: Option<(String, String)>,
+    /// The replication slot of a consumer that reads the source itself
+    /// (no topics, no group): drained when it confirmed the final LSN.
+    pub slot: Option<String>,
 }
 
 /// Summary property prefix of offsets stored in the lake, see
@@ -55,6 +58,15 @@ pub enum Invalid {
         stored: i64,
         end: i64,
     },
+    #[error(
+        "consumer {consumer}'s replication slot {slot} is behind: confirmed {confirmed}, the source's final LSN {target}"
+    )]
+    SlotBehind {
+        consumer: String,
+        slot: String,
+        confirmed: String,
+        target: String,
+    },
     #[error("cannot check: {0}")]
     Unreachable(String),
 }
@@ -77,7 +89,10 @@ pub async fn wait_scoreable(
         .map_err(|e| Invalid::Unreachable(e.to_string()))?
         .map_err(Invalid::NotDrained)?;
     loop {
-        let mut behind = behind(kafka, consumers).await?;
+        let mut behind = slot_behind(source, consumers, final_lsn).await?;
+        if behind.is_none() {
+            behind = self::behind(kafka, consumers).await?;
+        }
         if behind.is_none()
             && let Some(lake) = lake
         {
@@ -94,6 +109,37 @@ pub async fn wait_scoreable(
         .await
         .map_err(|e| Invalid::Unreachable(e.to_string()))?
         .map_err(Invalid::NotDrained)
+}
+
+/// The first consumer reading the source itself whose slot has not
+/// confirmed `target` (the source's final LSN), if any.
+async fn slot_behind(
+    source: &tokio_postgres::Client,
+    consumers: &[ConsumerPosition],
+    target: u64,
+) -> Result<Option<Invalid>, Invalid> {
+    for c in consumers {
+        let Some(slot) = &c.slot else { continue };
+        let confirmed = source
+            .query_opt(
+                "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1",
+                &[slot],
+            )
+            .await
+            .map_err(|e| Invalid::Unreachable(format!("slot {slot}: {e}")))?
+            .and_then(|row| row.get::<_, Option<i64>>(0))
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
+        if confirmed < target {
+            return Ok(Some(Invalid::SlotBehind {
+                consumer: c.consumer.clone(),
+                slot: slot.clone(),
+                confirmed: debezium::show_lsn(confirmed),
+                target: debezium::show_lsn(target),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The first consumer/topic whose offsets stored in the lake are short of

@@ -16,6 +16,7 @@
 //! the source's columns are compared (a column the lake lacks is NULL).
 
 pub mod canonical;
+pub mod changelog;
 pub mod diff;
 mod error;
 pub mod gate;
@@ -42,6 +43,9 @@ pub struct ConsumerLake {
     /// Table → SQL returning the rows a reader sees (default:
     /// `SELECT * FROM "<namespace>"."<table>"`).
     pub views: HashMap<String, String>,
+    /// The tables are change logs ([`changelog`]): each view returns
+    /// [`changelog::COLUMNS`] and is scored by each key's latest row.
+    pub changelog: bool,
 }
 
 /// Counts for one consumer and table.
@@ -87,13 +91,16 @@ pub async fn reconcile(
                     source::quote_ident(table)
                 )
             });
-            let lake_rows = lake_rows(&ctx, &sql, &spec)
-                .await
-                .map_err(|e| Error::LakeTable {
-                    consumer: consumer.consumer.clone(),
-                    table: (*table).to_owned(),
-                    source: Box::new(e),
-                })?;
+            let read = if consumer.changelog {
+                changelog::rows(&ctx, &sql, &spec).await
+            } else {
+                lake_rows(&ctx, &sql, &spec).await
+            };
+            let lake_rows = read.map_err(|e| Error::LakeTable {
+                consumer: consumer.consumer.clone(),
+                table: (*table).to_owned(),
+                source: Box::new(e),
+            })?;
             let (diff, counts) = diff::compare(
                 table,
                 &consumer.consumer,

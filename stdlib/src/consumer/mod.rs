@@ -20,6 +20,7 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use lossproof_lang::plan::{DeclaredConsumer, LakeShape, OffsetsAt, Reads};
 use lossproof_lang::vocabulary::{TableSig, WorkloadSig};
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
@@ -52,37 +53,90 @@ pub fn topics(names: &CaptureNames, workload: &WorkloadSig) -> Vec<String> {
 }
 
 /// What the reconciler scores for each of `consumers` in run `names`: its
-/// namespace, read as stored (no per-table views).
+/// namespace, read as stored; for a `declared` consumer whose lake is a
+/// change log, each of `workload`'s tables `T` is the change log named as
+/// Debezium names T's topic, dots as underscores (`RUN_public_T`: how
+/// Debezium-based sinks name their tables).
 #[must_use]
-pub fn lakes(consumers: &[String], names: &CaptureNames) -> Vec<ConsumerLake> {
+pub fn lakes(
+    consumers: &[String],
+    declared: &[DeclaredConsumer],
+    names: &CaptureNames,
+    workload: &WorkloadSig,
+) -> Vec<ConsumerLake> {
     consumers
         .iter()
-        .map(|c| ConsumerLake {
-            consumer: c.clone(),
-            namespace: namespace(c, names),
-            views: std::collections::HashMap::new(),
+        .map(|c| {
+            let namespace = namespace(c, names);
+            let changelog = declared
+                .iter()
+                .any(|d| &d.name == c && d.writes == LakeShape::Changelog);
+            let views = if changelog {
+                workload
+                    .tables
+                    .iter()
+                    .map(|t| {
+                        let table = names.topic("public", t.name).replace('.', "_");
+                        (
+                            t.name.to_owned(),
+                            format!(
+                                "SELECT {} FROM \"{namespace}\".\"{table}\"",
+                                lossproof_runtime::reconcile::changelog::COLUMNS
+                            ),
+                        )
+                    })
+                    .collect()
+            } else {
+                std::collections::HashMap::new()
+            };
+            ConsumerLake {
+                consumer: c.clone(),
+                namespace,
+                views,
+                changelog,
+            }
         })
         .collect()
 }
 
 /// What the drain gate checks for each of `consumers` in run `names`: its
-/// group's committed offsets on every topic of `workload`, and for the
-/// correct consumer also the offsets its lake stores.
+/// group's committed offsets on every topic of `workload`, and for a
+/// consumer that keeps its offsets in the lake (the correct consumer, a
+/// `declared` one with `offsets in lake TABLE`) also the offsets stored there.
 #[must_use]
 pub fn positions(
     consumers: &[String],
+    declared: &[DeclaredConsumer],
     names: &CaptureNames,
     workload: &WorkloadSig,
 ) -> Vec<ConsumerPosition> {
     consumers
         .iter()
-        .map(|c| ConsumerPosition {
-            consumer: c.clone(),
-            group: group(c, names),
-            topics: topics(names, workload),
-            lake_offsets: crate::consumers::program(c)
-                .and_then(|p| p.lake_offsets)
-                .map(|table| (namespace(c, names), table.to_owned())),
+        .map(|c| {
+            let table = match declared.iter().find(|d| &d.name == c) {
+                Some(d) => match &d.offsets {
+                    OffsetsAt::Lake { table } => Some(table.as_str()),
+                    OffsetsAt::Group => None,
+                },
+                None => crate::consumers::program(c).and_then(|p| p.lake_offsets),
+            };
+            let own_slot = declared
+                .iter()
+                .find(|d| &d.name == c && d.reads == Reads::Source)
+                .map(|d| crate::own::slot(d, names));
+            ConsumerPosition {
+                consumer: c.clone(),
+                group: group(c, names),
+                // A consumer reading the source has no topics: its slot is
+                // what the gate checks.
+                topics: if own_slot.is_some() {
+                    Vec::new()
+                } else {
+                    topics(names, workload)
+                },
+                lake_offsets: table.map(|table| (namespace(c, names), table.to_owned())),
+                slot: own_slot,
+            }
         })
         .collect()
 }

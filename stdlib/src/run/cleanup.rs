@@ -14,12 +14,14 @@ use crate::error::Error;
 /// Remove what the seed created (its database and lake namespaces only
 /// with `drop_data`); what could not be removed, for the log (each step is
 /// tried regardless).
+#[allow(clippy::too_many_arguments)] // the seed's names, connections and what it ran, each once
 pub(super) async fn cleanup(
     stack: &Stack,
     connect: &ConnectClient,
     names: &CaptureNames,
     source: &tokio_postgres::Client,
     consumers: &[String],
+    own_slots: &[String],
     drop_data: bool,
     endpoints: &Endpoints,
 ) -> Vec<Error> {
@@ -49,6 +51,14 @@ pub(super) async fn cleanup(
     }
     if let Err(e) = debezium::remove(connect, names, source).await {
         failed.push(e.into());
+    }
+    // The slots of the scenario's own consumers that read the source (their
+    // processes are gone by now; a slot left behind would keep WAL forever).
+    for slot in own_slots {
+        if let Err(e) = debezium::drop_slot(source, slot, std::time::Duration::from_secs(30)).await
+        {
+            failed.push(e.into());
+        }
     }
     if let Err(e) = crate::workload::capture::delete_topics(kafka, &names.topic_prefix).await {
         failed.push(e);
@@ -128,9 +138,16 @@ pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<
         )
         .await
         .map_err(Error::pg("list the run's databases and slots"))?;
+    let mut own_slots: Vec<String> = Vec::new();
     for row in rows {
         let name: String = row.get(0);
-        seeds.extend(name.strip_prefix(&slots).map(str::to_owned));
+        // `<slot>s<seed>` or, a declared consumer's, `<slot>s<seed>_<consumer>`.
+        if let Some(rest) = name.strip_prefix(&slots) {
+            if rest.contains('_') {
+                own_slots.push(name.clone());
+            }
+            seeds.extend(rest.split('_').next().map(str::to_owned));
+        }
     }
     let connect = ConnectClient::new(&endpoints.connect);
     for name in connect.names().await? {
@@ -163,9 +180,14 @@ pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<
         } else {
             endpoints.source.connect_admin().await?
         };
+        let own: Vec<String> = own_slots
+            .iter()
+            .filter(|slot| slot.starts_with(&format!("{}_", names.slot)))
+            .cloned()
+            .collect();
         failed.extend(
             cleanup(
-                stack, &connect, &names, &source, &consumers, true, &endpoints,
+                stack, &connect, &names, &source, &consumers, &own, true, &endpoints,
             )
             .await,
         );

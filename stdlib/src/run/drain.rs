@@ -29,7 +29,14 @@ pub(super) async fn drain(
             .start()
             .map_err(Error::io(format!("restart consumer {}", consumer.name)))?;
     }
-    let final_lsn = debezium::current_lsn(ctx.source).await?;
+    // A consumer reading the source itself confirms only what it captures:
+    // its target is the drain marker's transaction (which every other slot
+    // passes too), not the WAL's end.
+    let final_lsn = if positions.iter().any(|p| p.slot.is_some()) {
+        crate::own::drain_marker(ctx.source).await?
+    } else {
+        debezium::current_lsn(ctx.source).await?
+    };
     gate::wait_scoreable(
         ctx.connect,
         ctx.names,

@@ -66,6 +66,8 @@ pub struct Options {
     pub profile: Option<PathBuf>,
     /// The `lossproof` binary (runs the consumers).
     pub program: PathBuf,
+    /// The scenario file's folder: declared consumers' commands run there.
+    pub scenario_dir: PathBuf,
     /// Consumers under test.
     pub consumers: Vec<String>,
     /// Prefix of every seed's run id (letters and digits).
@@ -85,6 +87,8 @@ pub struct Options {
 pub struct Locations {
     pub actions: Vec<String>,
     pub assertions: Vec<String>,
+    /// Of each declared consumer (`plan.declared`, by index).
+    pub declared: Vec<String>,
 }
 
 impl Locations {
@@ -95,6 +99,7 @@ impl Locations {
         Self {
             actions: plan.actions.iter().map(|a| at(a.span)).collect(),
             assertions: plan.assertions.iter().map(|a| at(a.span)).collect(),
+            declared: plan.declared.iter().map(|d| at(d.span)).collect(),
         }
     }
 
@@ -443,6 +448,7 @@ async fn execute(
         &names,
         &source,
         &options.consumers,
+        &crate::own::slots(&plan.declared, &options.consumers, &names),
         // A seed that did not pass keeps its data with `--keep`.
         !(options.keep && record.verdict != Verdict::Pass),
         &endpoints,
@@ -493,7 +499,8 @@ async fn seed_body(
         races: &races,
         profile: options.profile.as_deref(),
     };
-    let positions = crate::consumer::positions(&options.consumers, names, prepared.workload);
+    let positions =
+        crate::consumer::positions(&options.consumers, &plan.declared, names, prepared.workload);
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(&mut ctx, plan, &positions, &lake, record, progress).await?;

@@ -77,21 +77,35 @@ pub(super) async fn setup(
     )
     .await?;
 
+    crate::own::create_publications(&plan.declared, &options.consumers, names, orders, source)
+        .await?;
     let logs = stack.state().root().join("runs").join(run);
     std::fs::create_dir_all(&logs).map_err(Error::io(logs.display().to_string()))?;
     let mut consumers = BTreeMap::new();
     for kind in &options.consumers {
-        let mut consumer = Supervised::new(
-            kind,
-            options.program.clone(),
-            consumer_args(kind, run, options, plan),
-            logs.join(format!("{kind}.log")),
-        );
+        let mut consumer = match plan.declared.iter().find(|d| &d.name == kind) {
+            Some(declared) => crate::own::supervised(
+                declared,
+                &options.program,
+                &options.scenario_dir,
+                names,
+                &endpoints,
+                orders,
+                &logs,
+            )?,
+            None => Supervised::new(
+                kind,
+                options.program.clone(),
+                consumer_args(kind, run, options, plan),
+                logs.join(format!("{kind}.log")),
+            ),
+        };
         consumer
             .start()
             .map_err(Error::io(format!("start consumer {kind}")))?;
         consumers.insert(kind.clone(), consumer);
     }
+    own_consumers_stay_up(plan, &options.locations, &mut consumers).await?;
     let consumers = tokio::sync::Mutex::new(consumers);
     let compactor = if targets_compactor(plan) {
         let mut compactor = Supervised::new(
@@ -115,6 +129,45 @@ pub(super) async fn setup(
         consumers,
         compactor: tokio::sync::Mutex::new(compactor),
     })
+}
+
+/// A declared consumer that exits within [`crate::own::STARTUP_GRACE`] of
+/// its start cannot be scored (a wrong argument, a missing module): the
+/// seed stops there, with the end of its log, instead of waiting for a
+/// drain that cannot come.
+async fn own_consumers_stay_up(
+    plan: &Plan,
+    locations: &super::Locations,
+    consumers: &mut BTreeMap<String, Supervised>,
+) -> Result<()> {
+    let own: Vec<&str> = plan
+        .declared
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|name| consumers.contains_key(*name))
+        .collect();
+    if own.is_empty() {
+        return Ok(());
+    }
+    tokio::time::sleep(crate::own::STARTUP_GRACE).await;
+    for name in own {
+        let consumer = consumers.get_mut(name).expect("started above");
+        if !consumer.running() {
+            let index = plan.declared.iter().position(|d| d.name == name);
+            let declared = index.map(|i| &plan.declared[i]);
+            let at = index
+                .and_then(|i| locations.declared.get(i))
+                .map_or_else(String::new, |l| format!("{l}: "));
+            return Err(Error::Refused(format!(
+                "consumer {name} ({at}`{}`) exited within {} s of its start; the end of its log ({}):\n{}",
+                declared.map(|d| d.command.join(" ")).unwrap_or_default(),
+                crate::own::STARTUP_GRACE.as_secs(),
+                consumer.log().display(),
+                crate::own::log_tail(consumer.log(), 15)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether an action of the scenario strikes the compactor: only then does
