@@ -372,6 +372,30 @@ fn language_server_session_over_stdio() {
     );
     assert_eq!(labels(&completion), ["amount", "quantity"]);
 
+    // A consumer declaration: a clause's choices after its keyword, the
+    // clauses not given yet otherwise, and each clause word explained.
+    let own = "consumer mysink command \"python3 sink.py\" reads \nunder load 30s < >\n";
+    let own_path = err.join("own-not-on-disk.lp");
+    server.open(&uri(&own_path), own);
+    let after_reads = own.find("reads ").expect("reads") + "reads ".len();
+    let completion = server.request(
+        "textDocument/completion",
+        json!({ "textDocument": { "uri": uri(&own_path) }, "position": position(own, after_reads) }),
+    );
+    assert_eq!(labels(&completion), ["topics", "source"]);
+    let after_command = own.find("\" ").expect("string end") + 2;
+    let completion = server.request(
+        "textDocument/completion",
+        json!({ "textDocument": { "uri": uri(&own_path) }, "position": position(own, after_command) }),
+    );
+    assert_eq!(labels(&completion), ["offsets", "reads", "lake"]);
+    let hover = server.request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri(&own_path) }, "position": position(own, after_reads - 3) }),
+    );
+    let shown = hover["contents"]["value"].as_str().expect("markdown");
+    assert!(shown.contains("reads source"), "{shown}");
+
     // Hover on a fault: its usage and what it does.
     let hover = server.request(
         "textDocument/hover",
