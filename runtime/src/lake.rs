@@ -306,7 +306,7 @@ impl Lake {
     /// (`sqlite:////abs/path`: three slashes, then the absolute path).
     #[must_use]
     pub fn pyiceberg_uri(&self) -> String {
-        format!("sqlite:///{}", self.catalog_db().display())
+        sqlalchemy_sqlite_uri(&self.catalog_db())
     }
 
     /// Create `namespace` unless it exists.
@@ -495,7 +495,13 @@ fn rolling_writer(
 }
 
 /// `file:///abs/path`.
-fn file_uri(path: &Path) -> String {
+/// A sqlite file as a `SQLAlchemy` URL (pyiceberg's `SqlCatalog(uri=…)`):
+/// `sqlite:///` + the absolute path.
+pub(crate) fn sqlalchemy_sqlite_uri(path: &Path) -> String {
+    format!("sqlite:///{}", path.display())
+}
+
+pub(crate) fn file_uri(path: &Path) -> String {
     format!("file://{}", path.display())
 }
 

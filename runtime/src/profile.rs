@@ -146,8 +146,8 @@ impl LakeLocation {
                 warehouse,
             } => vec![
                 ("type", "sql".to_owned()),
-                ("uri", format!("sqlite:///{}", catalog_db.display())),
-                ("warehouse", format!("file://{}", warehouse.display())),
+                ("uri", crate::lake::sqlalchemy_sqlite_uri(catalog_db)),
+                ("warehouse", crate::lake::file_uri(warehouse)),
             ],
             LakeLocation::Glue(glue) => {
                 let mut properties = vec![

@@ -24,33 +24,6 @@ use crate::error::{Error, Result};
 /// make every seed INVALID, so the run stops with its log instead.
 pub const STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The environment variables of the contract, in the order the docs list them.
-pub const VARIABLES: &[&str] = &[
-    "LOSSPROOF_CONSUMER",
-    "LOSSPROOF_RUN",
-    "LOSSPROOF_BOOTSTRAP_SERVERS",
-    "LOSSPROOF_KAFKA_PROPERTIES",
-    "LOSSPROOF_SCHEMA_REGISTRY_URL",
-    "LOSSPROOF_TOPICS",
-    "LOSSPROOF_TABLES",
-    "LOSSPROOF_GROUP",
-    "LOSSPROOF_CATALOG_NAME",
-    "LOSSPROOF_CATALOG_PROPERTIES",
-    "LOSSPROOF_NAMESPACE",
-    "LOSSPROOF_STATE_DIR",
-];
-
-/// What a consumer declared `reads source` is told as well.
-pub const SOURCE_VARIABLES: &[&str] = &[
-    "LOSSPROOF_SOURCE_HOST",
-    "LOSSPROOF_SOURCE_PORT",
-    "LOSSPROOF_SOURCE_USER",
-    "LOSSPROOF_SOURCE_PASSWORD",
-    "LOSSPROOF_SOURCE_DATABASE",
-    "LOSSPROOF_SLOT",
-    "LOSSPROOF_PUBLICATION",
-];
-
 /// Everything a declared consumer is told, as `(variable, value)`.
 #[must_use]
 pub fn environment(

@@ -47,6 +47,7 @@ pub(super) async fn rows(
     };
     // key (canonical) -> its events
     let mut events: HashMap<String, Vec<Event>> = HashMap::new();
+    let key = Key::new(table)?;
     for batch in &batches {
         let column = |name: &str| {
             batch
@@ -74,9 +75,8 @@ pub(super) async fn rows(
             else {
                 return Err(bad(format!("a `{op}` event with no row image")));
             };
-            let key = key_of(table, &image)?;
             events
-                .entry(key)
+                .entry(key.of(table, &image)?)
                 .or_default()
                 .push((lsn, (op != "d").then_some(image)));
         }
@@ -120,26 +120,43 @@ pub(super) async fn rows(
     Ok(out)
 }
 
-/// The canonical key of a row image.
-fn key_of(table: &SourceTable, image: &Map<String, Value>) -> Result<String, Error> {
-    let values = table
-        .key
-        .iter()
-        .map(|k| {
-            let kind = table
-                .columns
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, kind)| *kind)
-                .ok_or_else(|| Error::KeyColumnMissing {
-                    table: table.name.clone(),
-                    column: k.clone(),
-                })?;
-            rendered(table, k, kind, image.get(k))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let names: Vec<&str> = table.key.iter().map(String::as_str).collect();
-    Ok(canonical::Layout::new(names, (0..table.key.len()).collect()).key(&values))
+/// A table's key columns with their kinds, laid out once for [`Key::of`].
+struct Key<'a> {
+    columns: Vec<(&'a str, Kind)>,
+    layout: canonical::Layout<'a>,
+}
+
+impl<'a> Key<'a> {
+    fn new(table: &'a SourceTable) -> Result<Self, Error> {
+        let columns = table
+            .key
+            .iter()
+            .map(|k| {
+                table
+                    .columns
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(n, kind)| (n.as_str(), *kind))
+                    .ok_or_else(|| Error::KeyColumnMissing {
+                        table: table.name.clone(),
+                        column: k.clone(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
+        let layout = canonical::Layout::new(names, (0..columns.len()).collect());
+        Ok(Self { columns, layout })
+    }
+
+    /// The canonical key of a row image.
+    fn of(&self, table: &SourceTable, image: &Map<String, Value>) -> Result<String, Error> {
+        let values = self
+            .columns
+            .iter()
+            .map(|(name, kind)| rendered(table, name, *kind, image.get(*name)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.layout.key(&values))
+    }
 }
 
 /// One JSON value in the canonical form of the source column's kind.

@@ -113,16 +113,16 @@ pub fn positions(
     consumers
         .iter()
         .map(|c| {
-            let table = match declared.iter().find(|d| &d.name == c) {
+            let own = declared.iter().find(|d| &d.name == c);
+            let table = match own {
                 Some(d) => match &d.offsets {
                     OffsetsAt::Lake { table } => Some(table.as_str()),
                     OffsetsAt::Group => None,
                 },
                 None => crate::consumers::program(c).and_then(|p| p.lake_offsets),
             };
-            let own_slot = declared
-                .iter()
-                .find(|d| &d.name == c && d.reads == Reads::Source)
+            let own_slot = own
+                .filter(|d| d.reads == Reads::Source)
                 .map(|d| crate::own::slot(d, names));
             ConsumerPosition {
                 consumer: c.clone(),
