@@ -53,7 +53,7 @@ fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchR
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
-        let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
+        let orders = lossproof_stdlib::workloads::orders();
         let run = format!("bench{}", std::process::id());
         let names = CaptureNames::for_run(&run);
         let connect = ConnectClient::local(ports.connect);
@@ -113,7 +113,7 @@ async fn measure(
     )
     .await?
     .map_err(|e| format!("the stream did not drain: {e}"))?;
-    let topics = consumer::topics(names, &lossproof_stdlib::workloads::WORKLOADS[0]);
+    let topics = consumer::topics(names, lossproof_stdlib::workloads::orders());
     let raw = raw_read(ports.broker, &topics)?;
     let lake = Lake::open(stack.state().root()).await?;
     println!(
@@ -204,7 +204,7 @@ async fn pair(
     total: u64,
     batch: usize,
 ) -> BenchResult<Pair> {
-    let workload_sig = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let workload_sig = lossproof_stdlib::workloads::orders();
     let tag = format!("{}_{batch}", names.topic_prefix);
     // Correct: the same records, topic to committed Iceberg.
     let correct_config = correct::Config {

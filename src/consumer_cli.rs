@@ -14,6 +14,8 @@ pub struct Args<'a> {
     pub state: &'a Path,
     /// An external profile instead of the local stack in `state`.
     pub profile: Option<&'a Path>,
+    /// The source tables as JSON (`--tables`), else the `orders` workload's.
+    pub tables: Option<&'a Path>,
     pub run: &'a str,
     pub namespace: Option<&'a str>,
     pub group: Option<&'a str>,
@@ -35,7 +37,7 @@ pub fn careless(args: &Args<'_>) -> CliResult<bool> {
         || format!("lossproof-careless-{}", names.topic_prefix),
         str::to_owned,
     );
-    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let workload = workload(args.tables)?;
     runtime.block_on(async {
         let lake = endpoints.open_lake().await?;
         let tables = consumer::ensure_tables(&lake, &namespace, workload).await?;
@@ -66,6 +68,17 @@ pub fn careless(args: &Args<'_>) -> CliResult<bool> {
     })
 }
 
+/// The workload a consumer process writes: the tables `run` wrote to
+/// `file` for a scenario's own schema, else the stdlib's `orders`. Read
+/// once at start and kept for the life of the process.
+fn workload(file: Option<&Path>) -> CliResult<&'static lossproof_lang::vocabulary::WorkloadSig> {
+    let Some(file) = file else {
+        return Ok(lossproof_stdlib::workloads::orders());
+    };
+    let workload = lossproof_stdlib::workloads::from_file(file)?;
+    Ok(Box::leak(Box::new(workload)))
+}
+
 /// SIGTERM or SIGINT.
 async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -87,6 +100,8 @@ pub struct CorrectArgs<'a> {
     pub state: &'a Path,
     /// An external profile instead of the local stack in `state`.
     pub profile: Option<&'a Path>,
+    /// The source tables as JSON (`--tables`), else the `orders` workload's.
+    pub tables: Option<&'a Path>,
     pub run: &'a str,
     pub namespace: Option<&'a str>,
     pub batch_max: usize,
@@ -108,7 +123,7 @@ pub fn correct(args: &CorrectArgs<'_>) -> CliResult<bool> {
     let namespace = args
         .namespace
         .map_or_else(|| consumer::namespace("correct", &names), str::to_owned);
-    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let workload = workload(args.tables)?;
     let failpoint = args
         .failpoint
         .map(str::parse::<correct::Failpoint>)

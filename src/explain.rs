@@ -37,26 +37,86 @@ pub fn run(file: &Path, seed: u64, json: bool) -> CliResult<bool> {
     Ok(true)
 }
 
-/// The timeline as a person reads it.
-pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
+/// A declared table: its columns on one line, its key, foreign keys and
+/// replica identity on the next.
+fn table_text(table: &lossproof_lang::vocabulary::TableSig) -> String {
+    let columns: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let mut text = format!("{} {}", c.name, c.sql_type);
+            if c.not_null {
+                text.push_str(" not null");
+            }
+            if c.large {
+                text.push_str(" large");
+            }
+            text
+        })
+        .collect();
+    let mut constraints = vec![format!("primary key ({})", table.primary_key.join(", "))];
+    for fk in &table.foreign_keys {
+        constraints.push(format!(
+            "foreign key ({}) references {}{}",
+            fk.columns.join(", "),
+            fk.references,
+            if fk.cascade { " on delete cascade" } else { "" }
+        ));
+    }
+    if let Some(identity) = table.replica_identity {
+        constraints.push(format!(
+            "replica identity {}",
+            match identity {
+                lossproof_lang::vocabulary::ReplicaIdentity::Full => "full",
+                lossproof_lang::vocabulary::ReplicaIdentity::Default => "default",
+            }
+        ));
+    }
+    format!(
+        "  {}: {}\n    {}\n",
+        table.name,
+        columns.join(", "),
+        constraints.join("; ")
+    )
+}
+
+/// The workload line, and a declared workload's tables.
+fn workload_text(w: &lossproof_lang::plan::WorkloadPlan) -> String {
     let mut out = String::new();
-    let w = &plan.workload;
     let mix: Vec<String> = w
         .mix
         .iter()
         .filter(|(_, p)| **p > 0.0)
         .map(|(op, p)| format!("{op} {p}%"))
         .collect();
-    let _ = writeln!(out, "scenario {}  seed {}", plan.scenario, timeline.seed);
     let _ = writeln!(
         out,
-        "workload {}: {}/s over {} connections, {} customers; mix {}",
+        "workload {}: {}/s over {} connections, {} {}; mix {}",
         w.name,
         w.rate_per_s,
         w.connections,
         w.customers,
+        if w.tables.is_empty() {
+            "customers"
+        } else {
+            "rows first"
+        },
         mix.join(", ")
     );
+    if !w.tables.is_empty() {
+        let _ = writeln!(out, "tables (declared; parents first):");
+        for table in &w.tables {
+            out.push_str(&table_text(table));
+        }
+    }
+    out
+}
+
+/// The timeline as a person reads it.
+pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario {}  seed {}", plan.scenario, timeline.seed);
+    out.push_str(&workload_text(&plan.workload));
     let _ = writeln!(out, "consumers: {}", plan.consumers.join(", "));
     for declared in &plan.declared {
         let _ = writeln!(

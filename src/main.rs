@@ -372,6 +372,11 @@ enum ConsumerKind {
         run: String,
         #[command(flatten)]
         stack: StackArgs,
+        /// The source tables as JSON (`run` writes `tables.json` in the
+        /// seed's log folder for a scenario's own tables) [default: the
+        /// `orders` workload's].
+        #[arg(long)]
+        tables: Option<PathBuf>,
         /// Iceberg namespace for its tables [default: careless_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -399,6 +404,10 @@ enum ConsumerKind {
         run: String,
         #[command(flatten)]
         stack: StackArgs,
+        /// The source tables as JSON, as for `careless` [default: the
+        /// `orders` workload's].
+        #[arg(long)]
+        tables: Option<PathBuf>,
         /// Iceberg namespace for its tables [default: correct_lp_<run>].
         #[arg(long)]
         namespace: Option<String>,
@@ -474,6 +483,7 @@ fn main() -> ExitCode {
                 ConsumerKind::Careless {
                     run,
                     stack,
+                    tables,
                     namespace,
                     group,
                     batch,
@@ -483,6 +493,7 @@ fn main() -> ExitCode {
         } => consumer_cli::careless(&consumer_cli::Args {
             state: &stack.state,
             profile: stack.profile.as_deref(),
+            tables: tables.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             group: group.as_deref(),
@@ -495,6 +506,7 @@ fn main() -> ExitCode {
                 ConsumerKind::Correct {
                     run,
                     stack,
+                    tables,
                     namespace,
                     batch,
                     linger_ms,
@@ -504,6 +516,7 @@ fn main() -> ExitCode {
         } => consumer_cli::correct(&consumer_cli::CorrectArgs {
             state: &stack.state,
             profile: stack.profile.as_deref(),
+            tables: tables.as_deref(),
             run: &run,
             namespace: namespace.as_deref(),
             batch_max: batch,

@@ -23,9 +23,14 @@ pub struct Args<'a> {
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
 /// (exit 2) when the run is INVALID.
 pub fn run(args: &Args<'_>) -> CliResult<bool> {
-    let (_stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
+    let (stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
-    let workload = &lossproof_stdlib::workloads::WORKLOADS[0];
+    // A kept seed of a scenario with tables of its own left them with its logs.
+    let logs = stack.state().root().join("runs").join(args.run);
+    let declared = lossproof_stdlib::workloads::of_seed(&logs)?;
+    let workload = declared
+        .as_ref()
+        .unwrap_or_else(|| lossproof_stdlib::workloads::orders());
     runtime.block_on(async {
         // A seed of `lossproof run` captures a database of its own (kept
         // with `--keep`); a run set up by hand, the stack's shared one.
@@ -55,7 +60,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             return Err(format!("INVALID: {invalid} — not scored").into());
         }
         let lakes = consumer::lakes(args.consumers, &[], &names, workload);
-        let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
+        let tables: Vec<&str> = workload.table_names();
         let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;
         print_summary(&scored);
         if let Some(out) = args.out {

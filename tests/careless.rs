@@ -32,7 +32,7 @@ use crate::stack::{lossproof, up_own_stack};
 const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
-    &lossproof_stdlib::workloads::WORKLOADS[0]
+    lossproof_stdlib::workloads::orders()
 }
 
 #[test]
@@ -339,7 +339,7 @@ impl Run {
             namespace: self.namespace(),
             views: std::collections::HashMap::new(),
         };
-        let tables: Vec<&str> = orders().tables.iter().map(|t| t.name).collect();
+        let tables: Vec<&str> = orders().table_names();
         reconcile::reconcile(&self.source, &lake, &tables, &[careless])
             .await
             .unwrap()

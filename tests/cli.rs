@@ -74,6 +74,19 @@ fn explain_is_the_same_for_a_seed_and_differs_between_seeds() {
     );
 }
 
+/// A scenario's own tables: `explain` prints them, parents first, with
+/// their keys and foreign keys (a snapshot of the whole text).
+#[test]
+fn explain_shows_a_declared_schema() {
+    let output = lossproof(&["explain", "scenarios/own-schema/clean.lp", "--seed", "1"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    insta::assert_snapshot!(stdout(&output));
+}
+
 #[test]
 fn fmt_rewrites_checks_and_refuses_broken_files() {
     let dir = std::env::temp_dir().join(format!("lossproof-fmt-{}", std::process::id()));

@@ -43,7 +43,7 @@ const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
 pub(crate) const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
-    &lossproof_stdlib::workloads::WORKLOADS[0]
+    lossproof_stdlib::workloads::orders()
 }
 
 #[test]
@@ -116,7 +116,7 @@ async fn reconcile_correct(run: &Run) -> Reconciliation {
         namespace: namespace(run),
         views: std::collections::HashMap::new(),
     };
-    let tables: Vec<&str> = orders().tables.iter().map(|t| t.name).collect();
+    let tables: Vec<&str> = orders().table_names();
     reconcile::reconcile(&run.source, &lake, &tables, &[correct])
         .await
         .unwrap()

@@ -15,5 +15,6 @@ mod profile;
 mod properties;
 mod registry;
 mod run;
+mod schema;
 mod stack;
 mod support;

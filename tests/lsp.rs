@@ -396,6 +396,45 @@ fn language_server_session_over_stdio() {
     let shown = hover["contents"]["value"].as_str().expect("markdown");
     assert!(shown.contains("reads source"), "{shown}");
 
+    // A table declaration: types after a column's name, the tables declared
+    // after `references`, its words explained; a fault sees its columns.
+    let shop = "table accounts <\n  id bigint primary key\n  profile \n>\ntable notes <\n  id bigint primary key\n  account bigint references \n  body text large\n>\n";
+    let shop_path = err.join("shop-not-on-disk.lp");
+    server.open(&uri(&shop_path), shop);
+    let mut complete_at = |offset: usize| {
+        server.request(
+            "textDocument/completion",
+            json!({ "textDocument": { "uri": uri(&shop_path) }, "position": position(shop, offset) }),
+        )
+    };
+    let after_profile = shop.find("profile ").expect("profile") + "profile ".len();
+    let completion = complete_at(after_profile);
+    let types = labels(&completion);
+    assert!(
+        types.contains(&"jsonb") && types.contains(&"numeric"),
+        "{types:?}"
+    );
+    let after_references = shop.find("references ").expect("references") + "references ".len();
+    assert_eq!(
+        labels(&complete_at(after_references)),
+        ["accounts", "notes"]
+    );
+    let whole = "table notes <\n  id bigint primary key\n  n integer\n  body text large\n>\nunder load 30s <\n  alter table notes widen \n>\n";
+    let whole_path = err.join("whole-not-on-disk.lp");
+    server.open(&uri(&whole_path), whole);
+    let after_widen = whole.find("widen ").expect("widen") + "widen ".len();
+    let completion = server.request(
+        "textDocument/completion",
+        json!({ "textDocument": { "uri": uri(&whole_path) }, "position": position(whole, after_widen) }),
+    );
+    assert_eq!(labels(&completion), ["n"]);
+    let hover = server.request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri(&shop_path) }, "position": position(shop, shop.find("large").unwrap() + 1) }),
+    );
+    let shown = hover["contents"]["value"].as_str().expect("markdown");
+    assert!(shown.contains("TOAST"), "{shown}");
+
     // Hover on a fault: its usage and what it does.
     let hover = server.request(
         "textDocument/hover",

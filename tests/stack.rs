@@ -362,12 +362,12 @@ async fn workload_under_capture(ports: Ports) {
     let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
         .await
         .unwrap();
-    let orders = &lossproof_stdlib::workloads::WORKLOADS[0];
+    let orders = lossproof_stdlib::workloads::orders();
     source
         .batch_execute(&workload::ddl(orders, false))
         .await
         .unwrap();
-    for table in orders.tables {
+    for table in &orders.tables {
         let columns: Vec<(String, String)> = source
             .query(
                 "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
@@ -384,7 +384,7 @@ async fn workload_under_capture(ports: Ports) {
             .iter()
             .map(|c| {
                 (
-                    c.name.to_owned(),
+                    c.name.clone(),
                     c.sql_type
                         .replace("timestamptz", "timestamp with time zone"),
                 )

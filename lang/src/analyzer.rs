@@ -3,6 +3,7 @@
 //! Every check reports and carries on, so one pass finds every problem in a
 //! file. A `Plan` is produced only when there is no error.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::ast::{self, Block, Expectation, File, Item, Quantity, Statement, Timing, Word};
@@ -29,6 +30,9 @@ pub const MAX_OCCURRENCES: u64 = 10_000;
 /// Stands in for a block length that could not be read, so the block's
 /// statements are still checked (timing checks cannot fire against it).
 const UNKNOWN_MS: u64 = u64::MAX / 4;
+
+/// The name of a scenario's own workload when no `workload` line names it.
+pub const DECLARED_WORKLOAD: &str = "tables";
 
 /// The default final drain when a scenario does not end with one.
 pub const DEFAULT_DRAIN_MS: u64 = 120_000;
@@ -78,7 +82,14 @@ struct Run<'a, 'b> {
     sources: Vec<Source>,
     diagnostics: Vec<Diagnostic>,
     fragments: HashMap<String, Fragment>,
-    workload: &'a WorkloadSig,
+    /// The stdlib's workload the scenario names, or the one its `table`
+    /// declarations make.
+    workload: Cow<'a, WorkloadSig>,
+    /// `table` declarations, from the scenario and the files it includes.
+    tables: Vec<ast::TableDecl>,
+    /// Some declaration did not read: faults naming its tables and columns
+    /// are checked once it does (no second error for one mistake).
+    tables_failed: bool,
     consumers: Vec<String>,
     /// The team's own consumers the scenario declares.
     declared: Vec<crate::plan::DeclaredConsumer>,
@@ -126,11 +137,14 @@ impl<'a> Analyzer<'a> {
             }],
             diagnostics: parsed.diagnostics,
             fragments: HashMap::new(),
-            workload: self
-                .vocab
-                .workloads()
-                .first()
-                .expect("the stdlib declares a workload"),
+            workload: Cow::Borrowed(
+                self.vocab
+                    .workloads()
+                    .first()
+                    .expect("the stdlib declares a workload"),
+            ),
+            tables: Vec::new(),
+            tables_failed: false,
             consumers: Vec::new(),
             declared: Vec::new(),
             declared_names: Vec::new(),
@@ -139,6 +153,17 @@ impl<'a> Analyzer<'a> {
         };
         let plan = run.plan(&parsed.file, name);
         let mut diagnostics = run.diagnostics;
+        if run.tables_failed {
+            diagnostics.retain(|d| {
+                !matches!(
+                    d.code,
+                    Code::UnknownTable
+                        | Code::UnknownColumn
+                        | Code::CannotWiden
+                        | Code::ColumnExists
+                )
+            });
+        }
         dedup(&mut diagnostics);
         diagnostics.sort_by_key(|d| (d.span.source, d.span.start));
         let plan = if diagnostics.iter().any(Diagnostic::is_error) {
@@ -174,7 +199,7 @@ impl<'a> Run<'a, '_> {
     fn plan(&mut self, file: &File, name: &str) -> Plan {
         // Pass 1: declarations, wherever they are in the file.
         let mut scenario: Option<Spanned<String>> = None;
-        let mut workload: Option<WorkloadPlan> = None;
+        let mut workload_line: Option<(&Spanned<String>, &[Word])> = None;
         let mut consumers_span: Option<Span> = None;
         let mut settings: BTreeMap<String, (SettingValue, Span)> = BTreeMap::new();
         let mut included = HashSet::from([name.to_owned()]);
@@ -194,12 +219,13 @@ impl<'a> Run<'a, '_> {
                     }
                 }
                 Item::Workload { name, params, span } => {
-                    if workload.is_some() {
+                    if workload_line.is_some() {
                         self.error(duplicate_item("workload", *span));
                     } else {
-                        workload = self.workload(name, params);
+                        workload_line = Some((name, params));
                     }
                 }
+                Item::Table(table) => self.tables.push(table.clone()),
                 Item::Consumers { names, span } => {
                     if let Some(first) = consumers_span {
                         self.error(duplicate("`consumers` line", *span, first));
@@ -235,7 +261,16 @@ impl<'a> Run<'a, '_> {
                 .chain(self.declared_names.iter().cloned())
                 .collect();
         }
-        let workload = workload.unwrap_or_else(|| defaults(self.workload));
+        // The workload, once every `table` (included ones too) is known.
+        let declared = self.declare_tables(workload_line.map(|(name, _)| name));
+        let workload = match workload_line {
+            Some((name, params)) => self.workload(name, params, declared),
+            None => Some(defaults(&self.workload)),
+        };
+        let mut workload = workload.unwrap_or_else(|| defaults(&self.workload));
+        if declared {
+            workload.tables.clone_from(&self.workload.tables);
+        }
         self.check_fragments();
 
         // Pass 2: phases and assertions, in order.
@@ -348,19 +383,40 @@ impl<'a> Run<'a, '_> {
     // ------------------------------------------------------------ header
 
     #[allow(clippy::too_many_lines)] // one arm per workload parameter
-    fn workload(&mut self, name: &Spanned<String>, params: &[Word]) -> Option<WorkloadPlan> {
-        let workloads = self.vocab().workloads();
-        let Some(sig) = workloads.iter().find(|w| w.name == name.value) else {
-            let names: Vec<&str> = workloads.iter().map(|w| w.name).collect();
-            self.error(
-                Code::UnknownWorkload
-                    .at(name.span, format!("unknown workload `{}`", name.value))
-                    .label("not a workload")
-                    .help(help_for(&name.value, &names, "workloads are")),
-            );
-            return None;
-        };
-        self.workload = sig;
+    fn workload(
+        &mut self,
+        name: &Spanned<String>,
+        params: &[Word],
+        declared: bool,
+    ) -> Option<WorkloadPlan> {
+        if !declared {
+            let workloads = self.vocab().workloads();
+            let Some(sig) = workloads.iter().find(|w| w.name == name.value) else {
+                let names: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+                self.error(
+                    Code::UnknownWorkload
+                        .at(name.span, format!("unknown workload `{}`", name.value))
+                        .label("not a workload")
+                        .help(match did_you_mean(&name.value, names.iter().copied()) {
+                            Some(best) => format!(
+                                "did you mean `{best}`? A scenario may also declare tables of its own (`table NAME < … >`)"
+                            ),
+                            None => format!(
+                                "workloads are: {}; a scenario may also declare tables of its own (`table NAME < … >`)",
+                                list(&names)
+                            ),
+                        }),
+                );
+                return None;
+            };
+            self.workload = Cow::Borrowed(sig);
+        }
+        let sig = self.workload.clone();
+        let sig = &*sig;
+        // How the count of rows written unpaced at the start is called.
+        let initial = if declared { "rows" } else { "customers" };
+        let parameters = ["rate", "connections", initial, "mix"];
+        let parameter_list = format!("parameters are {}", list(&parameters));
         let mut plan = defaults(sig);
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut mix: Option<(BTreeMap<String, f64>, Span)> = None;
@@ -376,7 +432,7 @@ impl<'a> Run<'a, '_> {
                             format!("expected a parameter name, found `{}`", word.text()),
                         )
                         .label("not a parameter")
-                        .help("parameters are `rate`, `connections`, `customers` and `mix`"),
+                        .help(parameter_list.clone()),
                 );
                 continue;
             };
@@ -389,7 +445,7 @@ impl<'a> Run<'a, '_> {
             }
             let value = params.get(i);
             match param {
-                "rate" | "connections" | "customers" => {
+                _ if ["rate", "connections", initial].contains(&param) => {
                     i += 1;
                     let Some(Word::Quantity(q)) = value else {
                         self.error(missing_value(param, word.span(), value));
@@ -429,9 +485,7 @@ impl<'a> Run<'a, '_> {
                         (params.get(i), params.get(i + 1))
                     {
                         if !sig.operations.contains(&op.value.as_str()) {
-                            if ["rate", "connections", "customers", "mix"]
-                                .contains(&op.value.as_str())
-                            {
+                            if parameters.contains(&op.value.as_str()) {
                                 break;
                             }
                             self.error(
@@ -479,11 +533,7 @@ impl<'a> Run<'a, '_> {
                                 format!("workload `{}` has no parameter `{other}`", sig.name),
                             )
                             .label("unknown parameter")
-                            .help(help_for(
-                                other,
-                                &["rate", "connections", "customers", "mix"],
-                                "parameters are",
-                            )),
+                            .help(help_for(other, &parameters, "parameters are")),
                     );
                 }
             }
@@ -505,6 +555,49 @@ impl<'a> Run<'a, '_> {
                 .collect();
         }
         Some(plan)
+    }
+
+    /// The scenario's own workload, from its `table` declarations (and
+    /// those of the files it includes), if it has any: true when it does.
+    fn declare_tables(&mut self, name: Option<&Spanned<String>>) -> bool {
+        if self.tables.is_empty() {
+            return false;
+        }
+        let decls = std::mem::take(&mut self.tables);
+        let refs: Vec<&ast::TableDecl> = decls.iter().collect();
+        let errors_before = self.diagnostics.len();
+        let tables = crate::tables::tables(&refs, &mut self.diagnostics);
+        self.tables_failed = self.diagnostics.len() > errors_before;
+        if let Some(name) = name
+            && self
+                .vocab()
+                .workloads()
+                .iter()
+                .any(|w| w.name == name.value)
+        {
+            self.error(
+                Code::TableDeclaration
+                    .at(
+                        name.span,
+                        format!(
+                            "`{}` is the stdlib's workload, but this scenario declares its own tables",
+                            name.value
+                        ),
+                    )
+                    .label("declared tables run under a name of their own")
+                    .help("name the workload after your tables, e.g. `workload shop rate 100/s`"),
+            );
+        }
+        let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        let stdlib = self.workload.clone();
+        self.workload = Cow::Owned(WorkloadSig {
+            name: name.map_or_else(|| DECLARED_WORKLOAD.to_owned(), |n| n.value.clone()),
+            summary: format!("the scenario's own tables: {}", names.join(", ")),
+            tables,
+            operations: stdlib.operations,
+            defaults: stdlib.defaults,
+        });
+        true
     }
 
     fn bounded_count(&mut self, q: &Quantity, min: u64, max: u64) -> Option<u64> {
@@ -684,12 +777,16 @@ impl<'a> Run<'a, '_> {
         for item in &parsed.file.items {
             match item {
                 Item::Fragment { name, body, .. } => self.fragment(name, body),
+                Item::Table(table) => self.tables.push(table.clone()),
                 Item::Include { path: inner, .. } => self.include(source, inner, included),
                 Item::Comment(_) => {}
                 other => self.error(
                     Code::IncludeContent
-                        .at(other.span(), "an included file may only define fragments")
-                        .label("not a fragment")
+                        .at(
+                            other.span(),
+                            "an included file may only define fragments and tables",
+                        )
+                        .label("not a fragment or a table")
                         .related(path.span, "included here")
                         .help("move this into the scenario, or wrap it in `fragment NAME < … >`"),
                 ),
@@ -957,7 +1054,7 @@ impl<'a> Run<'a, '_> {
     fn scope(&self) -> Scope<'_> {
         Scope {
             vocab: self.analyzer.vocab,
-            workload: self.workload,
+            workload: &self.workload,
             consumers: &self.consumers,
             declared: &self.declared_names,
         }
@@ -1341,7 +1438,7 @@ fn too_many(span: Span, count: u64, used_at: &[Span]) -> Diagnostic {
     )
 }
 
-fn duplicate(what: &str, span: Span, first: Span) -> Diagnostic {
+pub(crate) fn duplicate(what: &str, span: Span, first: Span) -> Diagnostic {
     Code::Duplicate
         .at(span, format!("{what} is given twice"))
         .label("given again here")
@@ -1360,7 +1457,7 @@ fn missing_value(param: &str, span: Span, found: Option<&Word>) -> Diagnostic {
     let example = match param {
         "rate" => "200/s",
         "connections" => "4",
-        "customers" => "100",
+        "customers" | "rows" => "100",
         _ => "50%",
     };
     let (span, message) = match found {
@@ -1378,7 +1475,8 @@ fn missing_value(param: &str, span: Span, found: Option<&Word>) -> Diagnostic {
 
 fn defaults(sig: &WorkloadSig) -> WorkloadPlan {
     WorkloadPlan {
-        name: sig.name.to_owned(),
+        name: sig.name.clone(),
+        tables: Vec::new(),
         rate_per_s: sig.defaults.rate_per_s,
         connections: sig.defaults.connections,
         customers: sig.defaults.customers,

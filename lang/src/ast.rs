@@ -33,6 +33,8 @@ pub enum Item {
         words: Vec<Word>,
         span: Span,
     },
+    /// `table NAME < … >`: a source table of the scenario's own workload.
+    Table(TableDecl),
     Set {
         name: Spanned<String>,
         value: Vec<Word>,
@@ -87,8 +89,66 @@ impl Item {
             | Item::Drain { span, .. }
             | Item::Expect { span, .. } => *span,
             Item::Assert(assert) => assert.span,
+            Item::Table(table) => table.span,
             Item::StrayAction(action) => action.span,
             Item::Comment(comment) => comment.span,
+        }
+    }
+}
+
+/// `table NAME < … >`, line by line as written; `lossproof_lang::tables`
+/// reads the lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDecl {
+    pub name: Spanned<String>,
+    pub lines: Vec<TableLine>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableLine {
+    /// A column or a constraint: words and parenthesised lists.
+    Words {
+        tokens: Vec<TableToken>,
+        span: Span,
+    },
+    Comment(Spanned<String>),
+}
+
+impl TableLine {
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            TableLine::Words { span, .. } => *span,
+            TableLine::Comment(c) => c.span,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableToken {
+    Word(Spanned<String>),
+    /// `(a, b)` or a type's `(10,2)`.
+    List {
+        items: Vec<Spanned<String>>,
+        span: Span,
+    },
+}
+
+impl TableToken {
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            TableToken::Word(w) => w.span,
+            TableToken::List { span, .. } => *span,
+        }
+    }
+
+    #[must_use]
+    pub fn word(&self) -> Option<&str> {
+        match self {
+            TableToken::Word(w) => Some(&w.value),
+            TableToken::List { .. } => None,
         }
     }
 }

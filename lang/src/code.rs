@@ -55,6 +55,7 @@ codes! {
     ConsumerDeclaration => "lp::check::consumer-declaration", "a `consumer … command` declaration is malformed";
     UnknownPlaceholder => "lp::check::unknown-placeholder", "a `{placeholder}` lossproof does not fill";
     CommandNotFound => "lp::check::command-not-found", "a declared consumer's program cannot be found";
+    TableDeclaration => "lp::check::table-declaration", "a `table NAME < … >` declaration is malformed";
     UnknownSetting => "lp::check::unknown-setting", "the stdlib has no such setting";
     SettingValue => "lp::check::setting-value", "a setting's value has the wrong form";
     Duplicate => "lp::check::duplicate", "something that may appear once appears twice";

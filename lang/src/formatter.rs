@@ -5,6 +5,8 @@
 //! the source had blank lines, comments kept where they were (own line or
 //! end of line). SQL inside fences is kept verbatim.
 
+use std::fmt::Write as _;
+
 use crate::ast::{self, Block, Expectation, File, Item, Schedule, Statement, Timing};
 use crate::span::Span as SpanT;
 
@@ -128,7 +130,81 @@ fn item_line(item: &Item) -> Line {
         Item::Expect { words, .. } => Line::Text(format!("expect {}", ast::words_text(words))),
         Item::Assert(assert) => Line::Text(assert_text(assert)),
         Item::StrayAction(action) => Line::Text(action_text(action)),
+        Item::Table(table) => {
+            // Column names padded to the longest, so the types line up.
+            let width = table
+                .lines
+                .iter()
+                .filter_map(|line| match line {
+                    ast::TableLine::Words { tokens, .. } => column_name(tokens),
+                    ast::TableLine::Comment(_) => None,
+                })
+                .map(|name| name.chars().count())
+                .max()
+                .unwrap_or(0);
+            Line::Block {
+                head: format!("table {}", table.name.value),
+                body: table
+                    .lines
+                    .iter()
+                    .map(|line| {
+                        let text = match line {
+                            ast::TableLine::Comment(c) => {
+                                Line::Comment(c.value.trim_end().to_owned())
+                            }
+                            ast::TableLine::Words { tokens, .. } => {
+                                Line::Text(table_line_text(tokens, width))
+                            }
+                        };
+                        (line.span(), text)
+                    })
+                    .collect(),
+            }
+        }
     }
+}
+
+/// The column a table line declares, if it is a column (not a constraint).
+fn column_name(tokens: &[ast::TableToken]) -> Option<&str> {
+    match tokens.first()?.word()? {
+        "primary" | "foreign" | "replica" => None,
+        name => Some(name),
+    }
+}
+
+/// `amount numeric(10,2) not null`, `primary key (tenant, id)`: a type's
+/// arguments hug the type, a list of columns stands apart.
+fn table_line_text(tokens: &[ast::TableToken], width: usize) -> String {
+    let mut text = String::new();
+    let mut previous: Option<&str> = None;
+    let column = column_name(tokens).is_some();
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            ast::TableToken::Word(w) => {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                if i == 0 && column && tokens.len() > 1 {
+                    let _ = write!(text, "{:width$}", w.value);
+                } else {
+                    text.push_str(&w.value);
+                }
+                previous = Some(&w.value);
+            }
+            ast::TableToken::List { items, .. } => {
+                let of_type = previous.is_some_and(crate::tables::takes_arguments);
+                if !of_type && !text.is_empty() {
+                    text.push(' ');
+                }
+                let items: Vec<&str> = items.iter().map(|i| i.value.as_str()).collect();
+                text.push('(');
+                text.push_str(&items.join(if of_type { "," } else { ", " }));
+                text.push(')');
+                previous = None;
+            }
+        }
+    }
+    text
 }
 
 fn block(head: String, body: &Block) -> Line {

@@ -21,6 +21,7 @@ pub mod plan;
 pub mod render;
 pub mod span;
 pub mod suggest;
+pub mod tables;
 pub mod timeline;
 mod units;
 pub mod vocabulary;

@@ -45,7 +45,7 @@ pub struct Failure {
 
 pub type Outcome = Result<Matched, Failure>;
 
-impl Scope<'_> {
+impl<'a> Scope<'a> {
     pub fn match_parts(
         &self,
         parts: &[PatternPart],
@@ -184,7 +184,7 @@ impl Scope<'_> {
         next_part: Option<&PatternPart>,
         acc: &mut Matched,
     ) -> usize {
-        let tables: Vec<&str> = self.workload.tables.iter().map(|t| t.name).collect();
+        let tables: Vec<&str> = self.workload.table_names();
         match kind {
             ParamKind::Process | ParamKind::Target | ParamKind::Link => {
                 return self.target(kind, word, span, next, next_part, acc);
@@ -224,7 +224,7 @@ impl Scope<'_> {
     }
 
     fn column(kind: ParamKind, table: &TableSig, word: &str, span: Span, acc: &mut Matched) {
-        let columns: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+        let columns: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
         let diagnostic = match (kind, table.column(word)) {
             (ParamKind::NewColumn, None) => return,
             (ParamKind::NewColumn, Some(_)) => Code::ColumnExists
@@ -246,7 +246,7 @@ impl Scope<'_> {
                     .columns
                     .iter()
                     .filter(|c| c.widens_to.is_some())
-                    .map(|c| c.name)
+                    .map(|c| c.name.as_str())
                     .collect();
                 Code::CannotWiden
                     .at(
@@ -268,7 +268,7 @@ impl Scope<'_> {
         acc.diagnostics.push(diagnostic);
     }
 
-    fn table(&self, name: &str) -> Option<&'static TableSig> {
+    fn table(&self, name: &str) -> Option<&'a TableSig> {
         self.workload.tables.iter().find(|t| t.name == name)
     }
 

@@ -11,7 +11,7 @@ use pest::iterators::Pair;
 
 use crate::ast::{
     Action, Assert, Block, CompareOp, Expectation, Fence, File, Item, Quantity, Schedule,
-    Statement, Timing, Word,
+    Statement, TableDecl, TableLine, TableToken, Timing, Word,
 };
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;
@@ -24,6 +24,7 @@ pub const KEYWORDS: &[&str] = &[
     "workload",
     "consumers",
     "consumer",
+    "table",
     "set",
     "include",
     "fragment",
@@ -53,6 +54,7 @@ pub const TOP_KEYWORDS: &[&str] = &[
     "workload",
     "consumers",
     "consumer",
+    "table",
     "set",
     "include",
     "fragment",
@@ -187,6 +189,7 @@ impl<'a> Parser<'a> {
                     span,
                 }
             }
+            Rule::table_decl => Item::Table(self.table(inner, span)),
             Rule::set_decl => {
                 let name = self.spanned(&inner.nth(1).expect("setting name"));
                 Item::Set {
@@ -237,6 +240,32 @@ impl<'a> Parser<'a> {
             Rule::action => Item::StrayAction(self.action(inner, span)),
             other => unreachable!("not a top-level rule: {other:?}"),
         }
+    }
+
+    fn table(&self, mut inner: pest::iterators::Pairs<'_, Rule>, span: Span) -> TableDecl {
+        let name = self.spanned(&inner.nth(1).expect("table name"));
+        let body = inner.next().expect("table body");
+        let lines = body
+            .into_inner()
+            .filter_map(|line| match line.as_rule() {
+                Rule::comment => Some(TableLine::Comment(self.spanned(&line))),
+                Rule::table_line => Some(TableLine::Words {
+                    span: self.span(&line),
+                    tokens: line
+                        .into_inner()
+                        .map(|token| match token.as_rule() {
+                            Rule::table_args => TableToken::List {
+                                span: self.span(&token),
+                                items: token.into_inner().map(|a| self.spanned(&a)).collect(),
+                            },
+                            _ => TableToken::Word(self.spanned(&token)),
+                        })
+                        .collect(),
+                }),
+                _ => None, // `<`, `>`
+            })
+            .collect();
+        TableDecl { name, lines, span }
     }
 
     fn assert(&mut self, mut inner: pest::iterators::Pairs<'_, Rule>, span: Span) -> Assert {
@@ -684,6 +713,12 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         Rule::consumer_decl => ("`consumer NAME command \"PROGRAM ARGS\" …`", None),
         Rule::template | Rule::decl_word => ("a name, which may hold `{run}`, or a string", None),
         Rule::set_decl => ("`set NAME VALUE`", None),
+        Rule::table_decl | Rule::table_body => ("`table NAME < COLUMN TYPE … >`", None),
+        Rule::table_line => (
+            "a column (`NAME TYPE`) or a constraint (`primary key (…)`)",
+            None,
+        ),
+        Rule::table_args | Rule::table_arg => ("a list in parentheses, like `(a, b)`", None),
         Rule::include_decl => ("`include \"FILE\"`", None),
         Rule::fragment_decl => ("`fragment NAME < … >`", None),
         Rule::load_phase => ("`under load DURATION < … >`", None),
@@ -719,6 +754,7 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         Rule::kw_workload => kw("workload", "`workload`"),
         Rule::kw_consumers => kw("consumers", "`consumers`"),
         Rule::kw_consumer => kw("consumer", "`consumer`"),
+        Rule::kw_table => kw("table", "`table`"),
         Rule::kw_set => kw("set", "`set`"),
         Rule::kw_include => kw("include", "`include`"),
         Rule::kw_fragment => kw("fragment", "`fragment`"),

@@ -109,6 +109,10 @@ impl DeclaredConsumer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadPlan {
     pub name: String,
+    /// The scenario's own tables (`table NAME < … >`), parents first;
+    /// empty for a stdlib workload, whose tables the stdlib knows by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<crate::vocabulary::TableSig>,
     pub rate_per_s: f64,
     pub connections: u64,
     pub customers: u64,

@@ -39,30 +39,53 @@ pub struct ShorthandSig {
     pub summary: &'static str,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// A workload: its tables and how its operations are drawn. The stdlib's
+/// `orders` is one (declared in `stdlib/orders.lp`); a scenario that
+/// declares `table`s gets another, named by its `workload` line.
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadSig {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub tables: &'static [TableSig],
+    pub name: String,
+    pub summary: String,
+    /// Parents before children (every foreign key points up the list).
+    pub tables: Vec<TableSig>,
     /// Operation kinds the `mix` parameter distributes over.
     pub operations: &'static [&'static str],
     pub defaults: WorkloadDefaults,
 }
 
-#[derive(Debug, Clone, Copy)]
+impl WorkloadSig {
+    #[must_use]
+    pub fn table(&self, name: &str) -> Option<&TableSig> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    #[must_use]
+    pub fn table_names(&self) -> Vec<&str> {
+        self.tables.iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorkloadDefaults {
     pub rate_per_s: f64,
     pub connections: u64,
+    /// Rows (for `orders`: customers) written unpaced at the start.
     pub customers: u64,
     /// Percent per operation, same order as `operations`.
     pub mix: &'static [f64],
 }
 
-#[derive(Debug, Clone, Copy)]
+/// A source table: as the stdlib or a scenario's `table NAME < … >` declares it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableSig {
-    pub name: &'static str,
-    pub primary_key: &'static [&'static str],
-    pub columns: &'static [ColumnSig],
+    pub name: String,
+    pub primary_key: Vec<String>,
+    pub columns: Vec<ColumnSig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_keys: Vec<ForeignKeySig>,
+    /// The table's own `replica identity`, over the scenario's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_identity: Option<ReplicaIdentity>,
 }
 
 impl TableSig {
@@ -70,15 +93,44 @@ impl TableSig {
     pub fn column(&self, name: &str) -> Option<&ColumnSig> {
         self.columns.iter().find(|c| c.name == name)
     }
+
+    /// Whether `column` is part of the primary key.
+    #[must_use]
+    pub fn is_key(&self, column: &str) -> bool {
+        self.primary_key.iter().any(|k| k == column)
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnSig {
-    pub name: &'static str,
+    pub name: String,
     /// The `PostgreSQL` type, e.g. `numeric(10,2)`.
-    pub sql_type: &'static str,
+    pub sql_type: String,
     /// The type `widen` changes it to, if it can be widened.
-    pub widens_to: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widens_to: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_null: bool,
+    /// TOAST-sized values (text only): the generator writes several
+    /// kilobytes that do not compress, so PostgreSQL stores them out of line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub large: bool,
+}
+
+/// `foreign key (COLUMNS) references TABLE [on delete cascade]`: always to
+/// the referenced table's primary key, in its order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ForeignKeySig {
+    pub columns: Vec<String>,
+    pub references: String,
+    pub cascade: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaIdentity {
+    Default,
+    Full,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -274,6 +326,10 @@ pub struct Words {
     pub consumers: Vec<String>,
     /// The clauses of `consumer NAME command "…" …` declarations.
     pub consumer_clauses: Vec<String>,
+    /// The words of `table NAME < … >` lines besides names and types.
+    pub table_words: Vec<String>,
+    /// The column types a declared table may use (their words).
+    pub column_types: Vec<String>,
     pub workloads: Vec<String>,
     pub workload_params: Vec<String>,
     pub shorthands: Vec<String>,
@@ -330,7 +386,7 @@ impl Words {
                 }
             }
         }
-        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "mix"]
+        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "rows", "mix"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
@@ -352,11 +408,16 @@ impl Words {
                 .iter()
                 .map(|w| (*w).to_owned())
                 .collect(),
-            workloads: vocab
-                .workloads()
+            table_words: crate::tables::TABLE_WORDS
                 .iter()
-                .map(|w| w.name.to_owned())
+                .map(|w| (*w).to_owned())
                 .collect(),
+            column_types: crate::tables::TYPE_WORDS
+                .iter()
+                .chain(&["precision"])
+                .map(|w| (*w).to_owned())
+                .collect(),
+            workloads: vocab.workloads().iter().map(|w| w.name.clone()).collect(),
             workload_params,
             shorthands,
             settings: vocab.settings().iter().map(|s| s.name.to_owned()).collect(),

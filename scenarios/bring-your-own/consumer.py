@@ -1,14 +1,12 @@
 #!/usr/bin/env python3
-"""A CDC-to-Iceberg consumer to copy (docs/bring-your-own.md): Debezium's change
-topics (Avro, Confluent schema registry) -> one Iceberg table per source table,
-one row per key. It loses nothing when killed at any instant because it is
+"""A CDC-to-Iceberg consumer to copy (docs/bring-your-own.md): Debezium's change topics
+(Avro, Confluent registry) -> one Iceberg table per source table, a row per key. It is
 - at least once: Kafka offsets are committed only AFTER the batch is in the lake;
-- idempotent: each key's newest change in the batch replaces the key's row (one
-  Iceberg commit per table), so a replayed batch leaves the same rows;
-- in order: a key's changes are applied in offset order (one partition per table).
-`--commit-first` breaks the first rule on purpose: lossproof's kills then lose
-rows. `lossproof run` sets the LOSSPROOF_* variables; needs requirements.txt.
-"""
+- idempotent: each key's newest change in a batch replaces its row (one commit per table);
+- in order: a key's changes are applied in offset order (one partition per table);
+- TOAST-aware: a value an update left unchanged comes from the version before.
+`--commit-first` breaks the first rule on purpose: lossproof's kills then lose rows.
+`lossproof run` sets the LOSSPROOF_* variables; needs requirements.txt."""
 import io
 import json
 import os
@@ -31,6 +29,7 @@ NAMESPACE = env["LOSSPROOF_NAMESPACE"]
 catalog = load_catalog(env["LOSSPROOF_CATALOG_NAME"],
                        **json.loads(env["LOSSPROOF_CATALOG_PROPERTIES"]))
 schemas = {}  # registry id -> parsed Avro schema
+UNCHANGED = "__debezium_unavailable_value"  # Debezium's unchanged-TOAST placeholder
 
 
 def decode(data):
@@ -60,22 +59,24 @@ def arrow_type(avro):
 
 
 def row_schema(value_schema):
-    """The Arrow schema of a change event's `after` row."""
-    # `before` holds the row's record type; `after` only names it.
+    """The Arrow schema of a change event's `after` row (`before` holds its record type)."""
     before = next(f for f in value_schema["fields"] if f["name"] == "before")
     record = next(t for t in before["type"] if t != "null")
     return pa.schema([(f["name"], arrow_type(f["type"])) for f in record["fields"]])
 
 
 def arrow_value(value, kind):
-    if pa.types.is_timestamp(kind) and isinstance(value, str):
-        return datetime.fromisoformat(value)
-    return value
+    return datetime.fromisoformat(value) if pa.types.is_timestamp(kind) and isinstance(value, str) else value
+
+
+def fill(row, before):
+    """`row` with each unchanged-TOAST placeholder replaced from `before`."""
+    return row if row is None or UNCHANGED not in row.values() else {
+        c: before[c] if v == UNCHANGED else v for c, v in row.items()}
 
 
 def table_for(name, schema):
-    """The lake table `name`, created or widened to `schema` (adds columns,
-    promotes int -> long and decimal precision, as Iceberg allows)."""
+    """The lake table `name`, created or widened to `schema` (as `union_by_name` allows)."""
     table = catalog.create_table_if_not_exists((NAMESPACE, name), schema=schema)
     if not table.schema().as_arrow().equals(schema, check_metadata=False):
         with table.update_schema() as update:
@@ -86,8 +87,7 @@ def table_for(name, schema):
 
 def apply(messages):
     """Each key's newest change in the batch replaces the key's row."""
-    latest = {}  # table -> {key tuple: (key dict, row or None)}
-    shapes = {}  # table -> Arrow schema of its newest event
+    latest, shapes = {}, {}  # table -> {key tuple: (key, row or None)}, its newest Arrow schema
     for message in messages:
         key, _ = decode(message.key())
         value, value_schema = decode(message.value())
@@ -96,7 +96,8 @@ def apply(messages):
         table = message.topic().rsplit(".", 1)[1]
         shapes[table] = row_schema(value_schema)
         row = None if value["op"] == "d" else value["after"]
-        latest.setdefault(table, {})[tuple(sorted(key.items()))] = (key, row)
+        changes, k = latest.setdefault(table, {}), tuple(sorted(key.items()))
+        changes[k] = (key, fill(row, changes[k][1]) if k in changes else row)
     for name, changes in latest.items():
         table = table_for(name, shapes[name])
         schema = table.schema().as_arrow()
@@ -107,6 +108,10 @@ def apply(messages):
         else:
             matches = [And(*(EqualTo(c, k[c]) for c in columns)) for k in keys]
             where = matches[0] if len(matches) == 1 else Or(*matches)
+        if any(UNCHANGED in row.values() for _, row in changes.values() if row):
+            stored = {tuple(sorted((c, r[c]) for c in columns)): r  # the lake's version
+                      for r in table.scan(row_filter=where).to_arrow().to_pylist()}
+            changes = {k: (key, fill(row, stored.get(k))) for k, (key, row) in changes.items()}
         rows = [{f.name: arrow_value(row.get(f.name), f.type) for f in schema}
                 for _, row in changes.values() if row is not None]
         with table.transaction() as tx:
@@ -116,15 +121,11 @@ def apply(messages):
 
 
 def main():
-    config = {"bootstrap.servers": env["LOSSPROOF_BOOTSTRAP_SERVERS"],
-              "group.id": env["LOSSPROOF_GROUP"],
-              "enable.auto.commit": False,
-              "auto.offset.reset": "earliest"}
+    config = {"bootstrap.servers": env["LOSSPROOF_BOOTSTRAP_SERVERS"], "group.id": env["LOSSPROOF_GROUP"],
+              "enable.auto.commit": False, "auto.offset.reset": "earliest"}
     config.update(json.loads(env.get("LOSSPROOF_KAFKA_PROPERTIES", "{}")))
     consumer = Consumer(config)
-    # assign, not subscribe: a restarted consumer resumes from the group's
-    # committed offsets at once, instead of waiting out the session of the
-    # member that was killed (45 s by default) before a rebalance.
+    # assign, not subscribe: a restart resumes at once, not after the killed member's session.
     topics = env["LOSSPROOF_TOPICS"].split(",")
     consumer.assign([TopicPartition(topic, partition) for topic in topics
                      for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions])

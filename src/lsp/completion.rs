@@ -36,7 +36,11 @@ pub fn complete(document: &Document, offset: usize, snippets: bool) -> Vec<Compl
         workload: document.workload(),
         snippets,
     };
-    let mut items = words.specific(&ctx).unwrap_or_else(|| words.everything());
+    let mut items = if in_table(text, ctx.start) {
+        words.table_line(&ctx.before)
+    } else {
+        words.specific(&ctx).unwrap_or_else(|| words.everything())
+    };
     let range = LineIndex::new(text).range(ctx.start, ctx.end);
     let mut seen = std::collections::HashSet::new();
     items.retain(|item| seen.insert((item.label.clone(), item.detail.clone())));
@@ -54,7 +58,7 @@ pub fn complete(document: &Document, offset: usize, snippets: bool) -> Vec<Compl
 
 struct Words<'a> {
     document: &'a Document,
-    workload: &'static WorkloadSig,
+    workload: std::borrow::Cow<'static, WorkloadSig>,
     snippets: bool,
 }
 
@@ -121,6 +125,28 @@ pub fn setting_value(setting: &SettingSig) -> String {
 
 /// What may follow the words `rest` of `consumer NAME …`: a clause's
 /// choices after its keyword, otherwise the clauses not given yet.
+/// Whether `offset` is inside the body of a `table NAME < … >`: after a
+/// `<` that opens a line starting with `table`, with no `>` since.
+pub fn in_table(text: &str, offset: usize) -> bool {
+    let before = &text[..offset];
+    match (before.rfind('<'), before.rfind('>')) {
+        (Some(open), close) if close.is_none_or(|c| c < open) => {
+            let line_start = before[..open].rfind('\n').map_or(0, |i| i + 1);
+            before[line_start..open].trim_start().starts_with("table ")
+        }
+        _ => false,
+    }
+}
+
+fn table_word(word: &str) -> CompletionItem {
+    item(
+        word,
+        CompletionItemKind::KEYWORD,
+        "table declaration",
+        crate::lsp::keywords::describe_table_word(word).map(str::to_owned),
+    )
+}
+
 fn consumer_clauses(rest: &[&str]) -> Vec<CompletionItem> {
     let words: &[&str] = match rest.last().copied() {
         Some("command") => &[],
@@ -201,6 +227,32 @@ impl Words<'_> {
             | ["under" | "drain", _, ..] => Vec::new(),
             _ => return None,
         })
+    }
+
+    /// Inside a table body: what may come next on a column or constraint line.
+    fn table_line(&self, before: &[&str]) -> Vec<CompletionItem> {
+        let words = |ws: &[&str]| ws.iter().map(|w| table_word(w)).collect::<Vec<_>>();
+        match before {
+            [] => words(&["primary", "foreign", "replica"]),
+            ["primary" | "foreign"] | [.., "primary"] => words(&["key"]),
+            ["replica"] => words(&["identity"]),
+            ["replica", "identity"] => words(&["full", "default"]),
+            [.., "references"] => self
+                .document
+                .declared_tables()
+                .iter()
+                .map(|name| item(name, CompletionItemKind::STRUCT, "declared table", None))
+                .collect(),
+            [.., "on"] => words(&["delete"]),
+            [.., "delete"] => words(&["cascade"]),
+            [.., "not"] => words(&["null"]),
+            [_] => lossproof_lang::tables::TYPE_WORDS
+                .iter()
+                .map(|t| item(t, CompletionItemKind::TYPE_PARAMETER, "column type", None))
+                .collect(),
+            ["primary" | "foreign" | "replica", ..] => Vec::new(),
+            [_, _, ..] => words(&["primary", "not", "large", "references"]),
+        }
     }
 
     fn everything(&self) -> Vec<CompletionItem> {
@@ -369,7 +421,7 @@ impl Words<'_> {
             .iter()
             .map(|table| {
                 item(
-                    table.name,
+                    &table.name,
                     CompletionItemKind::STRUCT,
                     format!("table of workload {}", self.workload.name),
                     Some(super::hover::columns_table(table)),
@@ -381,19 +433,19 @@ impl Words<'_> {
     /// The columns of `table` (of every table when it is not one), only those `widen` can
     /// change when `widenable`.
     fn columns(&self, table: Option<&str>, widenable: bool) -> Vec<CompletionItem> {
-        let tables = self.workload.tables;
+        let tables = &self.workload.tables;
         let chosen: Vec<_> = match table.and_then(|name| tables.iter().find(|t| t.name == name)) {
             Some(table) => vec![table],
             None => tables.iter().collect(),
         };
         let mut items: Vec<CompletionItem> = Vec::new();
         for table in chosen {
-            for column in table.columns {
+            for column in &table.columns {
                 if widenable && column.widens_to.is_none() {
                     continue;
                 }
                 let mut detail = format!("{}.{} {}", table.name, column.name, column.sql_type);
-                if let Some(wider) = column.widens_to {
+                if let Some(wider) = &column.widens_to {
                     let _ = write!(detail, " -> {wider}");
                 }
                 match items.iter_mut().find(|i| i.label == column.name) {
@@ -403,7 +455,7 @@ impl Words<'_> {
                         d.push_str(", ");
                         d.push_str(&detail);
                     }
-                    None => items.push(item(column.name, CompletionItemKind::FIELD, detail, None)),
+                    None => items.push(item(&column.name, CompletionItemKind::FIELD, detail, None)),
                 }
             }
         }
@@ -436,10 +488,10 @@ impl Words<'_> {
             .iter()
             .map(|w| {
                 item(
-                    w.name,
+                    &w.name,
                     CompletionItemKind::MODULE,
                     "workload",
-                    Some(w.summary.to_owned()),
+                    Some(w.summary.clone()),
                 )
             })
             .collect()

@@ -1,6 +1,8 @@
 //! One open document and its latest analysis.
 
-use lossproof_lang::ast::Item;
+use std::borrow::Cow;
+
+use lossproof_lang::ast::{Item, TableDecl};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_lang::{Analysis, Analyzer, FsLoader, Parser, Vocabulary};
 use lossproof_stdlib::Stdlib;
@@ -33,16 +35,46 @@ impl Document {
         &self.analysis.sources[0].text
     }
 
-    /// The workload the document runs: its `workload` line's, else the default.
-    pub fn workload(&self) -> &'static WorkloadSig {
-        let named = self.analysis.file.items.iter().find_map(|item| match item {
+    /// The workload the document runs: the tables it declares (in the
+    /// document itself), else its `workload` line's, else the default.
+    pub fn workload(&self) -> Cow<'static, WorkloadSig> {
+        let items = &self.analysis.file.items;
+        let named = items.iter().find_map(|item| match item {
             Item::Workload { name, .. } => Some(name.value.as_str()),
             _ => None,
         });
+        let declared: Vec<&TableDecl> = items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Table(table) => Some(table),
+                _ => None,
+            })
+            .collect();
+        if !declared.is_empty() {
+            // What reads: a half-written table still offers its columns.
+            let mut diagnostics = Vec::new();
+            let tables = lossproof_lang::tables::tables(&declared, &mut diagnostics);
+            let name = named.unwrap_or(lossproof_lang::analyzer::DECLARED_WORKLOAD);
+            return Cow::Owned(lossproof_stdlib::workloads::declared(name, tables));
+        }
         let workloads = Stdlib.workloads();
         named
             .and_then(|name| workloads.iter().find(|w| w.name == name))
-            .unwrap_or(&workloads[0])
+            .map_or_else(|| Cow::Borrowed(&workloads[0]), Cow::Borrowed)
+    }
+
+    /// The names of the tables the document declares, in order (even
+    /// while a declaration is half written).
+    pub fn declared_tables(&self) -> Vec<String> {
+        self.analysis
+            .file
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Table(table) => Some(table.name.value.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Every fragment the document defines or includes, in order, each once.

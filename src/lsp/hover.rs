@@ -19,7 +19,11 @@ use super::position::LineIndex;
 pub fn hover(document: &Document, offset: usize) -> Option<Hover> {
     let text = document.text();
     let ctx = Context::hover(text, offset)?;
-    let value = describe(&ctx, document.workload())?;
+    let in_table = super::completion::in_table(text, ctx.start);
+    let value = match keywords::describe_table_word(ctx.word) {
+        Some(line) if in_table => line.to_owned(),
+        _ => describe(&ctx, &document.workload())?,
+    };
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
@@ -220,7 +224,7 @@ fn column_text(table: &TableSig, column: &ColumnSig) -> String {
         "**column `{}.{}`** {}",
         table.name, column.name, column.sql_type
     );
-    if let Some(wider) = column.widens_to {
+    if let Some(wider) = &column.widens_to {
         let _ = write!(text, " (`widen` makes it {wider})");
     }
     text
@@ -232,9 +236,9 @@ pub fn columns_table(table: &TableSig) -> String {
         "Primary key: `{}`.\n\n| column | type |\n|---|---|\n",
         table.primary_key.join(", ")
     );
-    for column in table.columns {
+    for column in &table.columns {
         let _ = write!(text, "| `{}` | {}", column.name, column.sql_type);
-        if let Some(wider) = column.widens_to {
+        if let Some(wider) = &column.widens_to {
             let _ = write!(text, " -> {wider}");
         }
         text.push_str(" |\n");

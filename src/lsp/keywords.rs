@@ -12,6 +12,9 @@ pub fn describe(keyword: &str) -> Option<&'static str> {
             "`consumer NAME command \"PROGRAM ARGS\" [offsets in group|lake TABLE] [reads topics|source] [lake mirror|changelog]`: a consumer of your own, started and struck like lossproof's (docs/bring-your-own.md)."
         }
         "set" => "`set NAME VALUE`: a scenario-wide setting.",
+        "table" => {
+            "`table NAME < COLUMN TYPE … >`: a source table of the scenario's own workload, one column or constraint per line (docs/language.md)."
+        }
         "include" => {
             "`include \"PATH\"`: a file of fragments, relative to this file (`stdlib/…` ships with lossproof)."
         }
@@ -43,6 +46,29 @@ pub fn describe(keyword: &str) -> Option<&'static str> {
     })
 }
 
+/// What a word of a `table NAME < … >` line means.
+pub fn describe_table_word(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "primary" | "key" => {
+            "`primary key (A, …)` or a column's `primary key`: the key the reconciler compares rows by; every table needs one."
+        }
+        "foreign" | "references" => {
+            "`foreign key (A, …) references TABLE [on delete cascade]` or a column's `references TABLE`: to TABLE's primary key, column for column."
+        }
+        "on" | "delete" | "cascade" => {
+            "`on delete cascade`: deleting the parent deletes this row (the `cascade` operation deletes such parents)."
+        }
+        "not" | "null" => "`not null`: the generator never writes NULL here.",
+        "large" => {
+            "`large` (text only): 4,000 random characters, stored out of line (TOAST); most updates leave it untouched, so under REPLICA IDENTITY DEFAULT Debezium sends `__debezium_unavailable_value`."
+        }
+        "replica" | "identity" | "full" | "default" => {
+            "`replica identity full|default`: this table's REPLICA IDENTITY, over `set replica_identity`."
+        }
+        _ => return None,
+    })
+}
+
 /// What a clause word of a `consumer NAME command …` declaration means.
 pub fn describe_clause(word: &str) -> Option<&'static str> {
     Some(match word {
@@ -69,6 +95,16 @@ mod tests {
         for word in lossproof_lang::declared::CLAUSE_WORDS {
             assert!(
                 super::describe_clause(word).is_some(),
+                "no description of `{word}`"
+            );
+        }
+    }
+
+    #[test]
+    fn every_table_word_is_described() {
+        for word in lossproof_lang::tables::TABLE_WORDS {
+            assert!(
+                super::describe_table_word(word).is_some(),
                 "no description of `{word}`"
             );
         }

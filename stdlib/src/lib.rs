@@ -31,7 +31,10 @@ use lossproof_lang::vocabulary::{
 pub struct Stdlib;
 
 /// `.lp` files shipped inside the binary, by the path scenarios include them as.
-const BUILTIN_FILES: &[(&str, &str)] = &[("stdlib/faults.lp", include_str!("../faults.lp"))];
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("stdlib/faults.lp", include_str!("../faults.lp")),
+    workloads::ORDERS_FILE,
+];
 
 impl Vocabulary for Stdlib {
     fn faults(&self) -> &[FaultSig] {
@@ -41,7 +44,7 @@ impl Vocabulary for Stdlib {
         shorthands::SHORTHANDS
     }
     fn workloads(&self) -> &[WorkloadSig] {
-        workloads::WORKLOADS
+        workloads::all()
     }
     fn consumers(&self) -> &[ConsumerSig] {
         consumers::CONSUMERS

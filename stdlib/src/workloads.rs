@@ -1,76 +1,169 @@
 //! Workloads: their tables (as created in the source `PostgreSQL`) and
-//! parameters. The `orders` workload is the one FINDINGS.md measures.
+//! parameters. The `orders` workload is the one FINDINGS.md measures; its
+//! tables are declared in `stdlib/orders.lp` exactly as a scenario declares
+//! its own (`table NAME < … >`, `lossproof_lang::tables`).
 
-use lossproof_lang::vocabulary::{ColumnSig, TableSig, WorkloadDefaults, WorkloadSig};
+use std::sync::LazyLock;
 
-const fn col(
-    name: &'static str,
-    sql_type: &'static str,
-    widens_to: Option<&'static str>,
-) -> ColumnSig {
-    ColumnSig {
-        name,
-        sql_type,
-        widens_to,
-    }
+use lossproof_lang::Plan;
+use lossproof_lang::ast::{Item, TableDecl};
+use lossproof_lang::vocabulary::{TableSig, WorkloadDefaults, WorkloadSig};
+
+/// `stdlib/orders.lp`, as scenarios include it.
+pub const ORDERS_FILE: (&str, &str) = ("stdlib/orders.lp", include_str!("../orders.lp"));
+
+/// The operation kinds every workload's `mix` distributes over.
+pub const OPERATIONS: &[&str] = &["insert", "update", "delete", "cascade"];
+
+static WORKLOADS: LazyLock<Vec<WorkloadSig>> = LazyLock::new(|| {
+    vec![WorkloadSig {
+        name: "orders".into(),
+        summary: "customers -> orders -> order_items with ON DELETE CASCADE; inserts, updates, deletes and cascading deletes of customers.".into(),
+        tables: declared_tables(ORDERS_FILE.1),
+        operations: OPERATIONS,
+        defaults: WorkloadDefaults {
+            rate_per_s: 200.0,
+            connections: 4,
+            customers: 100,
+            mix: &[50.0, 30.0, 15.0, 5.0],
+        },
+    }]
+});
+
+/// Every stdlib workload.
+#[must_use]
+pub fn all() -> &'static [WorkloadSig] {
+    &WORKLOADS
 }
 
-const NUMERIC: &str = "numeric(10,2)";
-const WIDER_NUMERIC: Option<&str> = Some("numeric(14,2)");
-const WIDER_INT: Option<&str> = Some("bigint");
+/// The `orders` workload.
+#[must_use]
+pub fn orders() -> &'static WorkloadSig {
+    &WORKLOADS[0]
+}
 
-pub const WORKLOADS: &[WorkloadSig] = &[WorkloadSig {
-    name: "orders",
-    summary: "customers -> orders -> order_items with ON DELETE CASCADE; inserts, updates, deletes and cascading deletes of customers.",
-    tables: &[
-        TableSig {
-            name: "customers",
-            primary_key: &["customer_id"],
-            columns: &[
-                col("customer_id", "bigint", None),
-                col("name", "text", None),
-                col("email", "text", None),
-                col("tier", "integer", WIDER_INT),
-                col("created_at", "timestamptz", None),
-            ],
-        },
-        TableSig {
-            name: "orders",
-            primary_key: &["order_id"],
-            columns: &[
-                col("order_id", "bigint", None),
-                col("customer_id", "bigint", None),
-                col("status", "text", None),
-                col("amount", NUMERIC, WIDER_NUMERIC),
-                col("quantity", "integer", WIDER_INT),
-                col("note", "text", None),
-                col("created_at", "timestamptz", None),
-                col("updated_at", "timestamptz", None),
-            ],
-        },
-        TableSig {
-            name: "order_items",
-            primary_key: &["order_id", "line_no"],
-            columns: &[
-                col("order_id", "bigint", None),
-                col("line_no", "integer", WIDER_INT),
-                col("sku", "text", None),
-                col("quantity", "integer", WIDER_INT),
-                col("unit_price", NUMERIC, WIDER_NUMERIC),
-            ],
-        },
-    ],
-    operations: &["insert", "update", "delete", "cascade"],
-    defaults: WorkloadDefaults {
-        rate_per_s: 200.0,
-        connections: 4,
-        customers: 100,
-        mix: &[50.0, 30.0, 15.0, 5.0],
-    },
-}];
-
-/// The workload named `name` (a plan's `workload` line, `orders` by default).
+/// The stdlib workload called `name` (a plan's `workload` line).
 #[must_use]
 pub fn find(name: &str) -> Option<&'static WorkloadSig> {
     WORKLOADS.iter().find(|w| w.name == name)
+}
+
+/// What a plan runs: its own tables when it declares them, else the
+/// stdlib workload it names.
+///
+/// # Errors
+/// When the plan names a workload the stdlib does not have (a plan from
+/// another version of lossproof).
+pub fn of_plan(plan: &Plan) -> crate::Result<WorkloadSig> {
+    if !plan.workload.tables.is_empty() {
+        return Ok(declared(&plan.workload.name, plan.workload.tables.clone()));
+    }
+    find(&plan.workload.name).cloned().ok_or_else(|| {
+        crate::Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
+    })
+}
+
+/// A workload of a scenario's own `tables`.
+#[must_use]
+pub fn declared(name: &str, tables: Vec<TableSig>) -> WorkloadSig {
+    WorkloadSig {
+        name: name.to_owned(),
+        summary: String::new(),
+        tables,
+        operations: OPERATIONS,
+        defaults: orders().defaults,
+    }
+}
+
+/// The workload of a seed's `tables.json` (what `run` writes in the seed's
+/// log folder for a scenario's own tables), if the seed has one.
+///
+/// # Errors
+/// When the file exists but cannot be read or is not a list of tables.
+pub fn of_seed(logs: &std::path::Path) -> crate::Result<Option<WorkloadSig>> {
+    let file = logs.join(TABLES_FILE);
+    if !file.is_file() {
+        return Ok(None);
+    }
+    from_file(&file).map(Some)
+}
+
+/// The workload of a [`TABLES_FILE`] (a list of tables as JSON).
+///
+/// # Errors
+/// When the file cannot be read or is not a list of tables.
+pub fn from_file(file: &std::path::Path) -> crate::Result<WorkloadSig> {
+    let text =
+        std::fs::read_to_string(file).map_err(crate::Error::io(file.display().to_string()))?;
+    let tables: Vec<TableSig> = serde_json::from_str(&text).map_err(|e| {
+        crate::Error::Value(format!("{} is not a list of tables: {e}", file.display()))
+    })?;
+    Ok(declared(DECLARED, tables))
+}
+
+/// A scenario's own tables, as `run` hands them to the reference consumers
+/// (`--tables`) and keeps them with the seed's logs.
+pub const TABLES_FILE: &str = "tables.json";
+
+/// What a workload read back from a file is called.
+const DECLARED: &str = lossproof_lang::analyzer::DECLARED_WORKLOAD;
+
+/// The tables a stdlib `.lp` file declares; a mistake in it is a bug of
+/// lossproof's (the tests read every stdlib file).
+fn declared_tables(text: &str) -> Vec<TableSig> {
+    let parsed = lossproof_lang::Parser::parse(text, 0);
+    let decls: Vec<&TableDecl> = parsed
+        .file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Table(table) => Some(table),
+            _ => None,
+        })
+        .collect();
+    let mut diagnostics = parsed.diagnostics.clone();
+    let tables = lossproof_lang::tables::tables(&decls, &mut diagnostics);
+    assert!(
+        diagnostics.is_empty(),
+        "stdlib/orders.lp does not read: {diagnostics:?}"
+    );
+    tables
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orders_reads_as_before() {
+        let orders = orders();
+        let names: Vec<&str> = orders.table_names();
+        assert_eq!(names, ["customers", "orders", "order_items"]);
+        let items = orders.table("order_items").unwrap();
+        assert_eq!(items.primary_key, ["order_id", "line_no"]);
+        assert_eq!(
+            items.column("unit_price").unwrap().widens_to.as_deref(),
+            Some("numeric(14,2)")
+        );
+        assert_eq!(
+            orders
+                .table("customers")
+                .unwrap()
+                .column("tier")
+                .unwrap()
+                .widens_to
+                .as_deref(),
+            Some("bigint")
+        );
+        assert!(
+            orders
+                .table("orders")
+                .unwrap()
+                .column("customer_id")
+                .unwrap()
+                .widens_to
+                .is_none()
+        );
+        assert!(orders.table("orders").unwrap().foreign_keys[0].cascade);
+    }
 }

@@ -56,7 +56,8 @@ impl Kind {
         let t = sql_type.to_ascii_lowercase();
         Ok(match t.as_str() {
             "smallint" | "integer" | "bigint" => Self::Int,
-            "text" | "character varying" | "uuid" => Self::Text,
+            // jsonb as PostgreSQL renders it, which is also what Debezium sends.
+            "text" | "character varying" | "uuid" | "jsonb" => Self::Text,
             "boolean" => Self::Bool,
             "real" | "double precision" => Self::Float,
             "timestamp with time zone" | "timestamptz" => Self::Timestamptz,

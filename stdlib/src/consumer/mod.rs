@@ -14,8 +14,8 @@ pub mod correct;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Decimal128Builder, Int32Builder, Int64Builder, LargeBinaryBuilder,
-    StringBuilder, TimestampMicrosecondBuilder,
+    BooleanBuilder, Decimal128Builder, Float64Builder, Int32Builder, Int64Builder,
+    LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
@@ -48,7 +48,7 @@ pub fn topics(names: &CaptureNames, workload: &WorkloadSig) -> Vec<String> {
     workload
         .tables
         .iter()
-        .map(|t| names.topic("public", t.name))
+        .map(|t| names.topic("public", &t.name))
         .collect()
 }
 
@@ -76,9 +76,9 @@ pub fn lakes(
                     .tables
                     .iter()
                     .map(|t| {
-                        let table = names.topic("public", t.name).replace('.', "_");
+                        let table = names.topic("public", &t.name).replace('.', "_");
                         (
-                            t.name.to_owned(),
+                            t.name.clone(),
                             format!(
                                 "SELECT {} FROM \"{namespace}\".\"{table}\"",
                                 lossproof_runtime::reconcile::changelog::COLUMNS
@@ -150,12 +150,12 @@ pub fn iceberg_schema(table: &TableSig) -> Result<Schema> {
     for (i, column) in table.columns.iter().enumerate() {
         let id = i32::try_from(i + 1)
             .map_err(|_| Error::Unsupported(format!("table {}: too many columns", table.name)))?;
-        let kind = Type::Primitive(primitive_type(column.sql_type)?);
-        let field = if table.primary_key.contains(&column.name) {
+        let kind = Type::Primitive(primitive_type(&column.sql_type)?);
+        let field = if table.is_key(&column.name) {
             keys.push(id);
-            NestedField::required(id, column.name, kind)
+            NestedField::required(id, &column.name, kind)
         } else {
-            NestedField::optional(id, column.name, kind)
+            NestedField::optional(id, &column.name, kind)
         };
         fields.push(Arc::new(field));
     }
@@ -172,7 +172,11 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
     Ok(match t.as_str() {
         "bigint" | "int8" => PrimitiveType::Long,
         "integer" | "int" | "int4" | "smallint" => PrimitiveType::Int,
-        "text" | "varchar" => PrimitiveType::String,
+        // uuid and jsonb as Debezium sends them: their PostgreSQL text.
+        "text" | "varchar" | "uuid" | "jsonb" => PrimitiveType::String,
+        _ if t.starts_with("varchar(") || t.starts_with("character varying") => {
+            PrimitiveType::String
+        }
         "boolean" | "bool" => PrimitiveType::Boolean,
         "timestamptz" | "timestamp with time zone" => PrimitiveType::Timestamptz,
         "double precision" | "float8" => PrimitiveType::Double,
@@ -229,9 +233,9 @@ pub async fn ensure_tables(
         .await
         .map_err(Error::iceberg(format!("namespace {namespace}")))?;
     let mut tables = Vec::new();
-    for table in workload.tables {
+    for table in &workload.tables {
         let schema = iceberg_schema(table)?;
-        let ident = TableIdent::new(ns.clone(), table.name.to_owned());
+        let ident = TableIdent::new(ns.clone(), table.name.clone());
         let exists = lake
             .catalog()
             .table_exists(&ident)
@@ -239,7 +243,7 @@ pub async fn ensure_tables(
             .map_err(Error::iceberg(ident.to_string()))?;
         if !exists {
             let creation = TableCreation::builder()
-                .name(table.name.to_owned())
+                .name(table.name.clone())
                 .schema(schema.clone())
                 .build();
             lake.catalog()
@@ -249,7 +253,7 @@ pub async fn ensure_tables(
         }
         let key_ids = schema.identifier_field_ids().collect();
         tables.push(LakeTable {
-            source_table: table.name.to_owned(),
+            source_table: table.name.clone(),
             ident,
             schema,
             key_ids,
@@ -322,6 +326,17 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
                     match cell {
                         Cell::Null => b.append_null(),
                         Cell::Text(t) => b.append_value(t),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Double => {
+                let mut b = Float64Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Float(v) => b.append_value(*v),
                         other => return Err(bad(other)),
                     }
                 }
@@ -444,7 +459,7 @@ mod tests {
 
     #[test]
     fn vocabulary_tables_map_to_iceberg_with_keys_required() {
-        let orders = &crate::workloads::WORKLOADS[0].tables[1];
+        let orders = &crate::workloads::orders().tables[1];
         let schema = iceberg_schema(orders).unwrap();
         let amount = schema.field_by_name("amount").unwrap();
         assert_eq!(
@@ -464,7 +479,7 @@ mod tests {
 
     #[test]
     fn rows_become_arrow_exactly() {
-        let orders = &crate::workloads::WORKLOADS[0].tables[1];
+        let orders = &crate::workloads::orders().tables[1];
         let schema = iceberg_schema(orders).unwrap();
         let row: Row = [
             ("order_id".to_owned(), Cell::Int(7)),

@@ -27,7 +27,7 @@ pub async fn widen(ctx: &Ctx<'_>, action: &PlannedAction) -> Fired {
         .iter()
         .find(|t| t.name == table)
         .and_then(|t| t.columns.iter().find(|c| c.name == column))
-        .and_then(|c| c.widens_to)
+        .and_then(|c| c.widens_to.clone())
         .ok_or_else(|| Error::Unsupported(format!("{table}.{column} has no wider type")))?;
     execute(
         ctx,

@@ -39,7 +39,7 @@ pub struct Ctx<'a> {
     pub names: &'a CaptureNames,
     /// The connector's configuration (to re-create it).
     pub connector_config: &'a serde_json::Value,
-    pub workload: &'static WorkloadSig,
+    pub workload: &'a WorkloadSig,
     /// The seed, and the index of the occurrence being fired (faults that
     /// draw randomness draw it from these).
     pub seed: u64,

@@ -491,7 +491,7 @@ async fn seed_body(
         connect,
         names,
         connector_config: &prepared.config,
-        workload: prepared.workload,
+        workload: &prepared.workload,
         consumers: &prepared.consumers,
         compactor: &prepared.compactor,
         acts_for: None,
@@ -499,8 +499,12 @@ async fn seed_body(
         races: &races,
         profile: options.profile.as_deref(),
     };
-    let positions =
-        crate::consumer::positions(&options.consumers, &plan.declared, names, prepared.workload);
+    let positions = crate::consumer::positions(
+        &options.consumers,
+        &plan.declared,
+        names,
+        &prepared.workload,
+    );
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(&mut ctx, plan, &positions, &lake, record, progress).await?;

@@ -28,11 +28,9 @@ pub(super) async fn score(
     lake: &Lake,
     record: &mut SeedRecord,
 ) -> Result<()> {
-    let workload = crate::workloads::find(&plan.workload.name).ok_or_else(|| {
-        Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
-    })?;
-    let lakes = crate::consumer::lakes(&options.consumers, &plan.declared, names, workload);
-    let tables: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
+    let workload = crate::workloads::of_plan(plan)?;
+    let lakes = crate::consumer::lakes(&options.consumers, &plan.declared, names, &workload);
+    let tables: Vec<&str> = workload.table_names();
     let scored = reconcile::reconcile(source, lake, &tables, &lakes).await?;
     for consumer in &options.consumers {
         record

@@ -22,7 +22,7 @@ use crate::workload;
 /// What set-up made, for the steps after it.
 pub(super) struct Prepared {
     pub endpoints: Endpoints,
-    pub workload: &'static WorkloadSig,
+    pub workload: WorkloadSig,
     /// The connector's configuration (what `recreate connector` puts back).
     pub config: serde_json::Value,
     /// `<state>/runs/<run>`: the consumers' logs.
@@ -48,9 +48,7 @@ pub(super) async fn setup(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Prepared> {
     let endpoints = stack.endpoints()?;
-    let orders = crate::workloads::find(&plan.workload.name).ok_or_else(|| {
-        Error::Unsupported(format!("workload {} does not exist", plan.workload.name))
-    })?;
+    let workload = crate::workloads::of_plan(plan)?;
     let full = matches!(plan.settings.get("replica_identity"), Some(SettingValue::Choice(c)) if c == "full");
     let partitions = match plan.settings.get("partitions") {
         Some(SettingValue::Count(n)) => i32::try_from(*n).unwrap_or(1),
@@ -70,17 +68,25 @@ pub(super) async fn setup(
         connect,
         &endpoints,
         names,
-        orders,
+        &workload,
         full,
         partitions,
         Duration::from_mins(2),
     )
     .await?;
 
-    crate::own::create_publications(&plan.declared, &options.consumers, names, orders, source)
+    crate::own::create_publications(&plan.declared, &options.consumers, names, &workload, source)
         .await?;
     let logs = stack.state().root().join("runs").join(run);
     std::fs::create_dir_all(&logs).map_err(Error::io(logs.display().to_string()))?;
+    // A scenario's own tables reach the reference consumers as a file.
+    let tables =
+        (!plan.workload.tables.is_empty()).then(|| logs.join(crate::workloads::TABLES_FILE));
+    if let Some(file) = &tables {
+        let json = serde_json::to_string_pretty(&plan.workload.tables)
+            .expect("tables are plain data and always serialise");
+        std::fs::write(file, json).map_err(Error::io(file.display().to_string()))?;
+    }
     let mut consumers = BTreeMap::new();
     for kind in &options.consumers {
         let mut consumer = match plan.declared.iter().find(|d| &d.name == kind) {
@@ -90,13 +96,13 @@ pub(super) async fn setup(
                 &options.scenario_dir,
                 names,
                 &endpoints,
-                orders,
+                &workload,
                 &logs,
             )?,
             None => Supervised::new(
                 kind,
                 options.program.clone(),
-                consumer_args(kind, run, options, plan),
+                consumer_args(kind, run, options, plan, tables.as_deref()),
                 logs.join(format!("{kind}.log")),
             ),
         };
@@ -123,7 +129,7 @@ pub(super) async fn setup(
     };
     Ok(Prepared {
         endpoints,
-        workload: orders,
+        workload,
         config,
         logs,
         consumers,
@@ -223,7 +229,13 @@ fn profile_args(options: &Options) -> Vec<OsString> {
 }
 
 /// `consumer KIND --run RUN --state STATE` plus the scenario's settings.
-fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<OsString> {
+fn consumer_args(
+    kind: &str,
+    run: &str,
+    options: &Options,
+    plan: &Plan,
+    tables: Option<&std::path::Path>,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         "consumer".into(),
         kind.into(),
@@ -232,6 +244,9 @@ fn consumer_args(kind: &str, run: &str, options: &Options, plan: &Plan) -> Vec<O
         "--state".into(),
         options.state.clone().into(),
     ];
+    if let Some(tables) = tables {
+        args.extend(["--tables".into(), tables.into()]);
+    }
     if let Some(program) = crate::consumers::program(kind) {
         args.extend((program.options)(plan));
     }

@@ -18,24 +18,21 @@ const NAMES: [&str; 12] = [
     "Radia", "Tony", "Ken",
 ];
 
-/// One connection's generator and the model of what it has written.
-pub struct Generator {
+/// One connection's seeded draws, shared by every generator: its own ChaCha
+/// stream, its own key space and its own clock.
+pub struct Draws {
     rng: ChaCha8Rng,
     connection: u64,
     connections: u64,
     /// Cumulative percent thresholds for insert, update, delete, cascade.
     thresholds: [f64; 4],
     next_key: i64,
-    /// Live customers, each with their live orders.
-    customers: Vec<(i64, Vec<i64>)>,
-    clock_ms: i64,
+    /// Milliseconds after the workload's epoch.
+    pub clock_ms: i64,
 }
 
-impl Generator {
+impl Draws {
     /// `mix` in percent for insert, update, delete, cascade (adds up to 100).
-    ///
-    /// # Panics
-    /// If there are more than `i64::MAX` connections.
     #[must_use]
     pub fn new(seed: u64, connection: u64, connections: u64, mix: [f64; 4]) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -51,16 +48,25 @@ impl Generator {
             connections,
             thresholds,
             next_key: 0,
-            customers: Vec::new(),
             clock_ms: 0,
         }
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.rng.next_u64()) * u128::from(n.max(1))) >> 64) as u64
     }
 
-    fn key(&mut self) -> i64 {
+    /// 64 random bits.
+    pub fn bits(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    /// A key no other connection uses.
+    ///
+    /// # Panics
+    /// If there are more than `i64::MAX` connections.
+    pub fn key(&mut self) -> i64 {
         self.next_key += 1;
         // Disjoint key spaces: connection c owns ids c+1, c+1+C, c+1+2C, ...
         (self.next_key - 1) * i64::try_from(self.connections).expect("few connections")
@@ -68,9 +74,49 @@ impl Generator {
             + 1
     }
 
-    fn tick(&mut self) -> i64 {
+    /// The clock moves on by 1..1000 ms.
+    ///
+    /// # Panics
+    /// Never: the step is below 1000.
+    pub fn tick(&mut self) -> i64 {
         self.clock_ms += 1 + i64::try_from(self.below(1000)).expect("small");
         self.clock_ms
+    }
+
+    /// The next operation's kind, by the mix: 0 insert, 1 update, 2 delete, 3 cascade.
+    pub fn kind(&mut self) -> usize {
+        let draw = self.rng.next_u64() as f64 / (u64::MAX as f64 + 1.0) * 100.0;
+        self.thresholds.iter().position(|t| draw < *t).unwrap_or(0)
+    }
+}
+
+/// One connection's generator and the model of what it has written.
+pub struct Generator {
+    draws: Draws,
+    /// Live customers, each with their live orders.
+    customers: Vec<(i64, Vec<i64>)>,
+}
+
+impl Generator {
+    /// `mix` in percent for insert, update, delete, cascade (adds up to 100).
+    #[must_use]
+    pub fn new(seed: u64, connection: u64, connections: u64, mix: [f64; 4]) -> Self {
+        Self {
+            draws: Draws::new(seed, connection, connections, mix),
+            customers: Vec::new(),
+        }
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.draws.below(n)
+    }
+
+    fn key(&mut self) -> i64 {
+        self.draws.key()
+    }
+
+    fn tick(&mut self) -> i64 {
+        self.draws.tick()
     }
 
     fn order(&mut self) -> NewOrder {
@@ -168,9 +214,7 @@ impl Generator {
     /// # Panics
     /// Never: indices are drawn below the lengths they index.
     pub fn next_op(&mut self) -> Op {
-        let draw = self.rng.next_u64() as f64 / (u64::MAX as f64 + 1.0) * 100.0;
-        let kind = self.thresholds.iter().position(|t| draw < *t).unwrap_or(0);
-        match kind {
+        match self.draws.kind() {
             1 => match self.pick_order() {
                 Some((c, o)) => {
                     let order_id = self.customers[c].1[o];

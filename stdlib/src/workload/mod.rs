@@ -1,11 +1,13 @@
-//! The `orders` workload: customers -> orders -> order_items with ON DELETE
-//! CASCADE, written by a seeded generator from several connections.
+//! The workloads' writers: the `orders` workload (customers -> orders ->
+//! order_items with ON DELETE CASCADE, its own generator) and any declared
+//! schema ([`tables`]), written by seeded generators from several connections.
 
 pub mod capture;
 pub mod generator;
 pub mod op;
 pub mod runner;
 pub mod schema;
+pub mod tables;
 
 pub use capture::capture;
 pub use generator::Generator;

@@ -1,19 +1,22 @@
-//! Running the orders workload against the source PostgreSQL: several
+//! Running a workload against the source PostgreSQL: several
 //! concurrent connections, each replaying its own deterministic stream at
 //! its share of the rate, for a given time. Several load phases of one seed
 //! continue the same streams ([`Streams`]): the second phase goes on where
 //! the first stopped, so its inserts never reuse a key.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lossproof_lang::plan::WorkloadPlan;
+use lossproof_lang::vocabulary::TableSig;
 use lossproof_runtime::profile::Source;
 use serde::Serialize;
 use tokio_postgres::Client;
 
 use super::generator::{FNV_OFFSET, Generator, fnv1a};
 use super::op::{NewOrder, Op, money};
+use super::tables::{RowOp, TableGenerator};
 
 /// The workload's epoch: operation times are offsets from it.
 const EPOCH: &str = "'2026-01-01 00:00:00+00'::timestamptz";
@@ -70,7 +73,52 @@ pub async fn run(
 /// load phase to the next.
 pub struct Streams {
     /// Each connection's generator and how many operations it produced.
-    connections: Vec<(Generator, u64)>,
+    connections: Vec<(Stream, u64)>,
+}
+
+/// One connection's generator: the `orders` workload's own, or the one
+/// every declared schema gets.
+pub enum Stream {
+    Orders(Generator),
+    Tables(TableGenerator, Arc<Vec<TableSig>>),
+}
+
+/// One operation of either generator.
+enum Step {
+    Orders(Op),
+    Tables(RowOp),
+}
+
+impl Stream {
+    fn initial(&mut self) -> Step {
+        match self {
+            Stream::Orders(g) => Step::Orders(g.initial_customer()),
+            Stream::Tables(g, _) => Step::Tables(g.initial_row()),
+        }
+    }
+
+    fn next_op(&mut self) -> Step {
+        match self {
+            Stream::Orders(g) => Step::Orders(g.next_op()),
+            Stream::Tables(g, _) => Step::Tables(g.next_op()),
+        }
+    }
+}
+
+impl Step {
+    fn kind(&self) -> &'static str {
+        match self {
+            Step::Orders(op) => op.kind(),
+            Step::Tables(op) => op.kind(),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Step::Orders(op) => op.to_string(),
+            Step::Tables(op) => op.to_string(),
+        }
+    }
 }
 
 /// A spawned task that is aborted when its handle is dropped: a cancelled
@@ -87,10 +135,17 @@ impl Streams {
     #[must_use]
     pub fn new(plan: &WorkloadPlan, seed: u64) -> Self {
         let connections = plan.connections.max(1);
+        let tables = Arc::new(plan.tables.clone());
+        let stream = |c| {
+            if tables.is_empty() {
+                Stream::Orders(Generator::new(seed, c, connections, mix(plan)))
+            } else {
+                let g = TableGenerator::new(tables.clone(), seed, c, connections, mix(plan));
+                Stream::Tables(g, tables.clone())
+            }
+        };
         Self {
-            connections: (0..connections)
-                .map(|c| (Generator::new(seed, c, connections, mix(plan)), 0))
-                .collect(),
+            connections: (0..connections).map(|c| (stream(c), 0)).collect(),
         }
     }
 
@@ -173,14 +228,14 @@ fn as_pg(error: lossproof_runtime::Error) -> tokio_postgres::Error {
 }
 
 async fn connection_loop(
-    mut generator: Generator,
+    mut generator: Stream,
     mut done: u64,
     source: &Source,
     database: String,
     initial_customers: u64,
     period: Duration,
     (started, deadline): (Instant, Instant),
-) -> Result<(Generator, u64, ConnectionResult), tokio_postgres::Error> {
+) -> Result<(Stream, u64, ConnectionResult), tokio_postgres::Error> {
     let mut client = source.connect(&database).await.map_err(as_pg)?;
     let mut result = ConnectionResult {
         by_kind: BTreeMap::new(),
@@ -197,7 +252,7 @@ async fn connection_loop(
         }
         // The first operations create the initial customers, unpaced.
         let op = if done < initial_customers {
-            generator.initial_customer()
+            generator.initial()
         } else {
             generator.next_op()
         };
@@ -205,10 +260,16 @@ async fn connection_loop(
             ticker.tick().await;
         }
         done += 1;
-        result.digest = fnv1a(result.digest, op.to_string().as_bytes());
+        result.digest = fnv1a(result.digest, op.text().as_bytes());
         result.ops += 1;
         *result.by_kind.entry(op.kind().to_owned()).or_default() += 1;
-        let applied = apply(&mut client, &op).await;
+        let applied = match (&op, &generator) {
+            (Step::Orders(op), _) => apply(&mut client, op).await,
+            (Step::Tables(op), Stream::Tables(_, tables)) => apply_row(&client, op, tables).await,
+            (Step::Tables(_), Stream::Orders(_)) => {
+                unreachable!("a step comes from its own stream")
+            }
+        };
         if applied.is_ok() {
             let second = usize::try_from(started.elapsed().as_secs()).unwrap_or(usize::MAX);
             if result.per_second.len() <= second {
@@ -243,6 +304,20 @@ async fn reconnect(
             }
         }
     }
+}
+
+/// Execute one operation on declared tables: one statement.
+async fn apply_row(
+    client: &Client,
+    op: &RowOp,
+    tables: &[TableSig],
+) -> Result<(), tokio_postgres::Error> {
+    let (sql, params) = op.sql(tables);
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+        .iter()
+        .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
+        .collect();
+    client.execute(&sql, &params).await.map(drop)
 }
 
 /// Execute one operation (multi-row inserts in one transaction).

@@ -1,17 +1,13 @@
-//! The orders workload's tables, generated from the stdlib vocabulary (the
-//! single description of their columns), plus the foreign keys that make
-//! deletes cascade and the reconciler's history table and triggers.
+//! A workload's tables as DDL, generated from their declarations (the
+//! single description of their columns, keys and foreign keys), plus the
+//! reconciler's history table and triggers.
 
-use lossproof_lang::vocabulary::WorkloadSig;
-
-/// (table, column, referenced table(column)): every one ON DELETE CASCADE.
-const FOREIGN_KEYS: &[(&str, &str, &str)] = &[
-    ("orders", "customer_id", "customers(customer_id)"),
-    ("order_items", "order_id", "orders(order_id)"),
-];
+use lossproof_lang::vocabulary::{ReplicaIdentity, WorkloadSig};
 
 /// `DROP` + `CREATE` statements for every table of `workload`, parents
-/// first. `replica_identity_full` sends whole rows in `before` images.
+/// first. A table's own `replica identity` wins over `replica_identity_full`
+/// (the scenario's `set replica_identity`); FULL sends whole rows in
+/// `before` images and resolves unchanged TOAST values.
 #[must_use]
 pub fn ddl(workload: &WorkloadSig, replica_identity_full: bool) -> String {
     use std::fmt::Write as _;
@@ -19,16 +15,25 @@ pub fn ddl(workload: &WorkloadSig, replica_identity_full: bool) -> String {
     for table in workload.tables.iter().rev() {
         let _ = writeln!(sql, "DROP TABLE IF EXISTS {} CASCADE;", table.name);
     }
-    for table in workload.tables {
+    for table in &workload.tables {
         let mut lines: Vec<String> = table
             .columns
             .iter()
-            .map(|c| format!("  {} {}", c.name, c.sql_type))
+            .map(|c| {
+                let null = if c.not_null { " NOT NULL" } else { "" };
+                format!("  {} {}{null}", c.name, c.sql_type)
+            })
             .collect();
         lines.push(format!("  PRIMARY KEY ({})", table.primary_key.join(", ")));
-        for (_, column, target) in FOREIGN_KEYS.iter().filter(|(t, _, _)| *t == table.name) {
+        for fk in &table.foreign_keys {
+            let parent = workload
+                .table(&fk.references)
+                .map_or_else(String::new, |p| p.primary_key.join(", "));
+            let cascade = if fk.cascade { " ON DELETE CASCADE" } else { "" };
             lines.push(format!(
-                "  FOREIGN KEY ({column}) REFERENCES {target} ON DELETE CASCADE"
+                "  FOREIGN KEY ({}) REFERENCES {}({parent}){cascade}",
+                fk.columns.join(", "),
+                fk.references
             ));
         }
         let _ = writeln!(
@@ -37,13 +42,17 @@ pub fn ddl(workload: &WorkloadSig, replica_identity_full: bool) -> String {
             table.name,
             lines.join(",\n")
         );
-        if replica_identity_full {
+        let full = match table.replica_identity {
+            Some(identity) => identity == ReplicaIdentity::Full,
+            None => replica_identity_full,
+        };
+        if full {
             let _ = writeln!(sql, "ALTER TABLE {} REPLICA IDENTITY FULL;", table.name);
         }
     }
     // Every version of every row, written by the source itself: how the
     // reconciler tells a stale lake row from a wrong one.
-    let names: Vec<&str> = workload.tables.iter().map(|t| t.name).collect();
+    let names: Vec<&str> = workload.table_names();
     sql.push_str(&lossproof_runtime::reconcile::source::history_ddl(&names));
     sql
 }
@@ -54,7 +63,7 @@ mod tests {
 
     #[test]
     fn ddl_follows_the_vocabulary() {
-        let sql = ddl(&crate::workloads::WORKLOADS[0], false);
+        let sql = ddl(crate::workloads::orders(), false);
         assert!(
             sql.contains("CREATE TABLE orders (\n  order_id bigint,"),
             "{sql}"
@@ -69,7 +78,7 @@ mod tests {
             sql.contains("CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON order_items")
         );
         assert!(
-            ddl(&crate::workloads::WORKLOADS[0], true)
+            ddl(crate::workloads::orders(), true)
                 .contains("ALTER TABLE orders REPLICA IDENTITY FULL;")
         );
     }

@@ -30,7 +30,9 @@ use std::time::Duration;
 use iceberg::spec::{PrimitiveType, Type};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::Lake;
-use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Row, RowChange, Schemas};
+use lossproof_runtime::change_event::{
+    self, Cell, ChangeOp, ChangeRecord, Row, RowChange, Schemas,
+};
 use lossproof_runtime::lake::{
     Commit, CommitError, SchemaChange, check_promotion, write_data_files,
 };
@@ -695,7 +697,10 @@ async fn try_batch(
                     .or_insert_with(|| {
                         renaming(metadata.current_schema(), &history, &k.change.columns)
                     });
-                upserts.push((&k.key, renamed(after, names.as_ref())));
+                let mut row = renamed(after, names.as_ref());
+                let stored = state.index[t].get(&k.key).map(|(p, _)| *p);
+                unchanged_toast(&mut row, k, &keyed, stored, table)?;
+                upserts.push((&k.key, row));
             }
         }
         upserts.sort_by_key(|(k, _)| *k);
@@ -1014,6 +1019,61 @@ fn renaming(
 
 /// `row` with its columns named as `renaming` says (borrowed when there is
 /// nothing to rename).
+/// What Debezium sends for a TOAST value the update did not change
+/// (`unavailable.value.placeholder`), under REPLICA IDENTITY DEFAULT.
+pub const UNCHANGED_TOAST: &str = "__debezium_unavailable_value";
+
+/// Put the real value in place of every [`UNCHANGED_TOAST`] of `row`, the
+/// after-image of `winner` (../shared/design/SINKS.md, trap 7): from the
+/// newest EARLIER version of the key in this batch that is newer than the
+/// lake's row, else from the lake's row itself, which is the version right
+/// before. Nothing to take it from (a key the lake never had) stops the
+/// consumer: writing the placeholder would be silent damage.
+fn unchanged_toast(
+    row: &mut std::borrow::Cow<'_, Row>,
+    winner: &Keyed<'_>,
+    batch: &[Keyed<'_>],
+    stored: Option<Position>,
+    table: &state::TableState,
+) -> Result<(), Fatal> {
+    let placeholders: Vec<String> = row
+        .iter()
+        .filter(|(_, cell)| matches!(cell, Cell::Text(t) if t == UNCHANGED_TOAST))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if placeholders.is_empty() {
+        return Ok(());
+    }
+    let mut earlier: Vec<&Keyed<'_>> = batch
+        .iter()
+        .filter(|k| k.key == winner.key && k.position < winner.position)
+        .filter(|k| stored.is_none_or(|s| k.position > s))
+        .collect();
+    earlier.sort_by_key(|k| std::cmp::Reverse(k.position));
+    for column in placeholders {
+        let in_batch = earlier
+            .iter()
+            .take_while(|k| k.change.op != ChangeOp::Delete)
+            .filter_map(|k| k.change.after.as_ref()?.get(&column))
+            .find(|cell| !matches!(cell, Cell::Text(t) if t == UNCHANGED_TOAST))
+            .cloned();
+        let value = match in_batch {
+            Some(cell) => Some(cell),
+            None if earlier.iter().any(|k| k.change.op == ChangeOp::Delete) => None,
+            None => table.stored_text(&winner.key, &column).map(Cell::Text),
+        };
+        let Some(value) = value else {
+            return Err(Fatal::Failed(crate::Error::Value(format!(
+                "{}: key {} updated with column `{column}` unchanged (TOAST), and no earlier version of the row to take it from",
+                table.table.identifier(),
+                winner.key
+            ))));
+        };
+        row.to_mut().insert(column, value);
+    }
+    Ok(())
+}
+
 fn renamed<'a>(
     row: &'a Row,
     renaming: Option<&HashMap<String, String>>,

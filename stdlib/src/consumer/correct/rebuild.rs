@@ -32,7 +32,7 @@ pub async fn run(
         .workload
         .tables
         .iter()
-        .map(|t| t.name.to_owned())
+        .map(|t| t.name.clone())
         .collect();
     names.push(STATE_TABLE.to_owned());
     names.push(DEAD_LETTERS.to_owned());

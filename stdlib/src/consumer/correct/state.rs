@@ -259,7 +259,7 @@ impl LakeState {
             }
             Ok(())
         };
-        for table in workload.tables {
+        for table in &workload.tables {
             create(
                 &format!("{prefix}{}", table.name),
                 super::super::iceberg_schema(table)?,
@@ -300,12 +300,12 @@ impl LakeState {
             .map(|(p, e)| (p, u64::try_from(e).unwrap_or(0)))
             .collect();
         self.tables.clear();
-        for sig in workload.tables {
+        for sig in &workload.tables {
             let table = load(lake, &ns, &format!("{prefix}{}", sig.name)).await?;
             let mut state = TableState {
-                source_table: sig.name.to_owned(),
+                source_table: sig.name.clone(),
                 table,
-                key_columns: sig.primary_key.iter().map(|&k| k.to_owned()).collect(),
+                key_columns: sig.primary_key.clone(),
                 files: BTreeMap::new(),
                 key_file: HashMap::new(),
             };
@@ -574,6 +574,24 @@ impl TableState {
         let rows = arrow_select::concat::concat_batches(&schema, &parts)
             .map_err(Error::arrow("the rewritten rows"))?;
         Ok((removed, rows, keys))
+    }
+
+    /// The lake's value of text column `column` for `key`, if the lake
+    /// holds the key (and the value is not NULL).
+    #[must_use]
+    pub fn stored_text(&self, key: &str, column: &str) -> Option<String> {
+        use arrow_array::cast::AsArray as _;
+        let path = self.key_file.get(key)?;
+        let file = self.files.get(&**path)?;
+        let row = file.keys.iter().position(|k| &**k == key)?;
+        let values = file.batch.column_by_name(column)?;
+        if !values.is_valid(row) {
+            return None;
+        }
+        match values.as_string_opt::<i32>() {
+            Some(v) => Some(v.value(row).to_owned()),
+            None => Some(values.as_string_opt::<i64>()?.value(row).to_owned()),
+        }
     }
 
     /// After a commit: `removed` are gone, `added` (one file) holds `rows`.
