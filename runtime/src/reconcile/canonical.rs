@@ -8,7 +8,7 @@
 //! | integer (any width) | decimal digits: `-42` |
 //! | decimal / numeric | normalised: no trailing fraction zeros, no `-0`: `10.50` and `10.5` → `10.5`, `3.00` → `3` |
 //! | timestamp with time zone | the UTC instant, microseconds always shown: `2026-11-30T03:51:11.123400Z` |
-//! | text | JSON string (`"a\"b"`): quotes, backslashes, separators and control characters escaped; `""` ≠ `∅` |
+//! | text, varchar, uuid, jsonb (as PostgreSQL renders it, which is what Debezium sends) | JSON string (`"a\"b"`): quotes, backslashes, separators and control characters escaped; `""` ≠ `∅` |
 //! | boolean | `true` / `false` |
 //! | float | shortest round-trip decimal (`0.1`, `1e300`), `NaN`, `inf`, `-inf`; `-0.0` → `0` |
 //!
