@@ -37,6 +37,8 @@ const CLASSES = [
   'shorthands',
   'fault_words',
   'consumer_clauses',
+  'table_words',
+  'column_types',
 ];
 
 // Classes highlighted only inside one kind of statement, whose hand-written
@@ -46,6 +48,10 @@ const CLASSES = [
 const CONTEXTUAL = {
   // consumer NAME command "..." [offsets in group|lake TABLE] [reads topics|source] [lake mirror|changelog]
   consumer_clauses: { tm: 'consumer-declaration', ts: 'consumer_declaration', vim: 'lpConsumerDecl' },
+  // table NAME < COLUMN TYPE [primary key] [not null] [large] [references T [on delete cascade]] … >
+  // (`delete` and `cascade` stay workload operations, in a table body too.)
+  table_words: { tm: 'table-declaration', ts: 'table_line', vim: 'lpTableDecl' },
+  column_types: { tm: 'table-declaration', ts: 'table_line', vim: 'lpTableDecl' },
 };
 
 // Keywords that are a keyword only as the first word of a declaration and a
@@ -55,7 +61,7 @@ const CONTEXTUAL = {
 // keyword (TextMate #consumer-declaration, the tree-sitter literal, Vim's
 // lpConsumerDecl). Vim gets them as `syntax match`, not `syntax keyword`, so
 // that the declaration region can start on them.
-const DECLARATION_KEYWORDS = new Set(['consumer']);
+const DECLARATION_KEYWORDS = new Set(['consumer', 'table']);
 
 const UNITS = 'units';
 
@@ -71,6 +77,8 @@ const TM_SCOPE = {
   shorthands: 'keyword.other.shorthand.lossproof',
   fault_words: 'keyword.other.fault-word.lossproof',
   consumer_clauses: 'keyword.other.consumer-clause.lossproof',
+  table_words: 'keyword.other.table-word.lossproof',
+  column_types: 'storage.type.column.lossproof',
 };
 
 // Tree-sitter captures (nvim-treesitter names).
@@ -85,6 +93,8 @@ const TS_CAPTURE = {
   shorthands: 'keyword.operator',
   fault_words: 'keyword.operator',
   consumer_clauses: 'keyword',
+  table_words: 'keyword',
+  column_types: 'type.builtin',
 };
 
 // nvim-treesitter capture -> Helix capture, for queries/helix/highlights.scm.
@@ -109,6 +119,8 @@ const VIM_GROUP = {
   shorthands: 'lpShorthand',
   fault_words: 'lpFaultWord',
   consumer_clauses: 'lpConsumerClause',
+  table_words: 'lpTableWord',
+  column_types: 'lpColumnType',
 };
 
 const WORD = /^[A-Za-z_][A-Za-z0-9_-]*$/;

@@ -39,9 +39,10 @@ module.exports = grammar({
       optional($._top_level_statement),
     ),
 
-    // A consumer declaration is a top-level line only: in a block, `consumer`
-    // is a plain word (a target, as in `kill consumer`).
-    _top_level_statement: ($) => choice($.consumer_declaration, $._statement),
+    // A consumer or table declaration is top-level only: in a block,
+    // `consumer` is a plain word (a target, as in `kill consumer`) and so is
+    // `table` (`alter table orders widen amount`).
+    _top_level_statement: ($) => choice($.consumer_declaration, $.table_declaration, $._statement),
 
     _separator: ($) => choice($._newline, ';'),
 
@@ -88,6 +89,32 @@ module.exports = grammar({
       field('name', $._name),
       repeat(choice($.identifier, $.string, $.template)),
     ),
+
+    // table accounts <
+    //   account_id bigint primary key
+    //   balance    numeric(12,2) not null
+    //   foreign key (tenant, id) references tenants on delete cascade
+    // >
+    // One column or constraint per line; its words are plain identifiers
+    // (the analyser checks them), highlighted in a table body only.
+    table_declaration: ($) => seq(
+      'table',
+      field('name', $._name),
+      repeat($._newline),
+      field('body', $.table_body),
+    ),
+
+    table_body: ($) => seq(
+      '<',
+      repeat(choice(seq($.table_line, $._separator), $._separator)),
+      optional($.table_line),
+      '>',
+    ),
+
+    table_line: ($) => repeat1(choice($.identifier, $.table_arguments)),
+
+    // (tenant, account_id) | (12,2)
+    table_arguments: ($) => seq('(', choice($.identifier, $.number), repeat(seq(',', choice($.identifier, $.number))), ')'),
 
     // set consumer_batch 500
     setting: ($) => seq('set', field('name', $._name), field('value', repeat1($._argument))),

@@ -7,11 +7,11 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 125
+#define STATE_COUNT 150
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 84
+#define SYMBOL_COUNT 94
 #define ALIAS_COUNT 1
-#define TOKEN_COUNT 46
+#define TOKEN_COUNT 49
 #define EXTERNAL_TOKEN_COUNT 3
 #define FIELD_COUNT 18
 #define MAX_ALIAS_SEQUENCE_LENGTH 6
@@ -29,81 +29,91 @@ enum ts_symbol_identifiers {
   anon_sym_consumers = 7,
   anon_sym_COMMA = 8,
   anon_sym_consumer = 9,
-  anon_sym_set = 10,
-  anon_sym_include = 11,
-  anon_sym_fragment = 12,
-  anon_sym_use = 13,
-  anon_sym_under = 14,
-  anon_sym_load = 15,
-  anon_sym_quiet = 16,
-  anon_sym_between = 17,
-  anon_sym_and = 18,
-  anon_sym_drain = 19,
-  anon_sym_within = 20,
-  anon_sym_expect = 21,
-  anon_sym_assert = 22,
-  anon_sym_empty = 23,
-  anon_sym_true = 24,
-  anon_sym_EQ = 25,
-  anon_sym_BANG_EQ = 26,
-  anon_sym_LT_EQ = 27,
-  anon_sym_GT_EQ = 28,
-  anon_sym_BQUOTE_BQUOTE_BQUOTE = 29,
-  aux_sym_jitter_token1 = 30,
-  anon_sym_PERCENT = 31,
-  anon_sym_SLASH = 32,
-  sym_unit = 33,
-  sym_number = 34,
-  anon_sym_DQUOTE = 35,
-  anon_sym_DQUOTE2 = 36,
-  sym__string_content = 37,
-  sym_placeholder = 38,
-  sym_escape_sequence = 39,
-  sym_identifier = 40,
-  sym_template = 41,
-  sym_comment = 42,
-  sym_fence_language = 43,
-  sym_sql = 44,
-  sym__error_sentinel = 45,
-  sym_source_file = 46,
-  sym__top_level_statement = 47,
-  sym__separator = 48,
-  sym_block = 49,
-  sym__statement = 50,
-  sym_scenario = 51,
-  sym_workload = 52,
-  sym_consumers = 53,
-  sym_consumer_declaration = 54,
-  sym_setting = 55,
-  sym_include = 56,
-  sym_fragment = 57,
-  sym_use = 58,
-  sym_phase = 59,
-  sym_window = 60,
-  sym_drain = 61,
-  sym_expectation = 62,
-  sym_assertion = 63,
-  sym_expected = 64,
-  sym_comparison_operator = 65,
-  sym_sql_block = 66,
-  sym_action = 67,
-  sym__argument = 68,
-  sym__value = 69,
-  sym__duration = 70,
-  sym__name = 71,
-  sym_duration = 72,
-  sym_jitter = 73,
-  sym_percent = 74,
-  sym_rate = 75,
-  sym_string = 76,
-  aux_sym_source_file_repeat1 = 77,
-  aux_sym_block_repeat1 = 78,
-  aux_sym_workload_repeat1 = 79,
-  aux_sym_consumers_repeat1 = 80,
-  aux_sym_consumer_declaration_repeat1 = 81,
-  aux_sym_fragment_repeat1 = 82,
-  aux_sym_string_repeat1 = 83,
-  alias_sym_name = 84,
+  anon_sym_table = 10,
+  anon_sym_LPAREN = 11,
+  anon_sym_RPAREN = 12,
+  anon_sym_set = 13,
+  anon_sym_include = 14,
+  anon_sym_fragment = 15,
+  anon_sym_use = 16,
+  anon_sym_under = 17,
+  anon_sym_load = 18,
+  anon_sym_quiet = 19,
+  anon_sym_between = 20,
+  anon_sym_and = 21,
+  anon_sym_drain = 22,
+  anon_sym_within = 23,
+  anon_sym_expect = 24,
+  anon_sym_assert = 25,
+  anon_sym_empty = 26,
+  anon_sym_true = 27,
+  anon_sym_EQ = 28,
+  anon_sym_BANG_EQ = 29,
+  anon_sym_LT_EQ = 30,
+  anon_sym_GT_EQ = 31,
+  anon_sym_BQUOTE_BQUOTE_BQUOTE = 32,
+  aux_sym_jitter_token1 = 33,
+  anon_sym_PERCENT = 34,
+  anon_sym_SLASH = 35,
+  sym_unit = 36,
+  sym_number = 37,
+  anon_sym_DQUOTE = 38,
+  anon_sym_DQUOTE2 = 39,
+  sym__string_content = 40,
+  sym_placeholder = 41,
+  sym_escape_sequence = 42,
+  sym_identifier = 43,
+  sym_template = 44,
+  sym_comment = 45,
+  sym_fence_language = 46,
+  sym_sql = 47,
+  sym__error_sentinel = 48,
+  sym_source_file = 49,
+  sym__top_level_statement = 50,
+  sym__separator = 51,
+  sym_block = 52,
+  sym__statement = 53,
+  sym_scenario = 54,
+  sym_workload = 55,
+  sym_consumers = 56,
+  sym_consumer_declaration = 57,
+  sym_table_declaration = 58,
+  sym_table_body = 59,
+  sym_table_line = 60,
+  sym_table_arguments = 61,
+  sym_setting = 62,
+  sym_include = 63,
+  sym_fragment = 64,
+  sym_use = 65,
+  sym_phase = 66,
+  sym_window = 67,
+  sym_drain = 68,
+  sym_expectation = 69,
+  sym_assertion = 70,
+  sym_expected = 71,
+  sym_comparison_operator = 72,
+  sym_sql_block = 73,
+  sym_action = 74,
+  sym__argument = 75,
+  sym__value = 76,
+  sym__duration = 77,
+  sym__name = 78,
+  sym_duration = 79,
+  sym_jitter = 80,
+  sym_percent = 81,
+  sym_rate = 82,
+  sym_string = 83,
+  aux_sym_source_file_repeat1 = 84,
+  aux_sym_block_repeat1 = 85,
+  aux_sym_workload_repeat1 = 86,
+  aux_sym_consumers_repeat1 = 87,
+  aux_sym_consumer_declaration_repeat1 = 88,
+  aux_sym_table_declaration_repeat1 = 89,
+  aux_sym_table_body_repeat1 = 90,
+  aux_sym_table_line_repeat1 = 91,
+  aux_sym_table_arguments_repeat1 = 92,
+  aux_sym_string_repeat1 = 93,
+  alias_sym_name = 94,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -117,6 +127,9 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_consumers] = "consumers",
   [anon_sym_COMMA] = ",",
   [anon_sym_consumer] = "consumer",
+  [anon_sym_table] = "table",
+  [anon_sym_LPAREN] = "(",
+  [anon_sym_RPAREN] = ")",
   [anon_sym_set] = "set",
   [anon_sym_include] = "include",
   [anon_sym_fragment] = "fragment",
@@ -162,6 +175,10 @@ static const char * const ts_symbol_names[] = {
   [sym_workload] = "workload",
   [sym_consumers] = "consumers",
   [sym_consumer_declaration] = "consumer_declaration",
+  [sym_table_declaration] = "table_declaration",
+  [sym_table_body] = "table_body",
+  [sym_table_line] = "table_line",
+  [sym_table_arguments] = "table_arguments",
   [sym_setting] = "setting",
   [sym_include] = "include",
   [sym_fragment] = "fragment",
@@ -189,7 +206,10 @@ static const char * const ts_symbol_names[] = {
   [aux_sym_workload_repeat1] = "workload_repeat1",
   [aux_sym_consumers_repeat1] = "consumers_repeat1",
   [aux_sym_consumer_declaration_repeat1] = "consumer_declaration_repeat1",
-  [aux_sym_fragment_repeat1] = "fragment_repeat1",
+  [aux_sym_table_declaration_repeat1] = "table_declaration_repeat1",
+  [aux_sym_table_body_repeat1] = "table_body_repeat1",
+  [aux_sym_table_line_repeat1] = "table_line_repeat1",
+  [aux_sym_table_arguments_repeat1] = "table_arguments_repeat1",
   [aux_sym_string_repeat1] = "string_repeat1",
   [alias_sym_name] = "name",
 };
@@ -205,6 +225,9 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_consumers] = anon_sym_consumers,
   [anon_sym_COMMA] = anon_sym_COMMA,
   [anon_sym_consumer] = anon_sym_consumer,
+  [anon_sym_table] = anon_sym_table,
+  [anon_sym_LPAREN] = anon_sym_LPAREN,
+  [anon_sym_RPAREN] = anon_sym_RPAREN,
   [anon_sym_set] = anon_sym_set,
   [anon_sym_include] = anon_sym_include,
   [anon_sym_fragment] = anon_sym_fragment,
@@ -250,6 +273,10 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_workload] = sym_workload,
   [sym_consumers] = sym_consumers,
   [sym_consumer_declaration] = sym_consumer_declaration,
+  [sym_table_declaration] = sym_table_declaration,
+  [sym_table_body] = sym_table_body,
+  [sym_table_line] = sym_table_line,
+  [sym_table_arguments] = sym_table_arguments,
   [sym_setting] = sym_setting,
   [sym_include] = sym_include,
   [sym_fragment] = sym_fragment,
@@ -277,7 +304,10 @@ static const TSSymbol ts_symbol_map[] = {
   [aux_sym_workload_repeat1] = aux_sym_workload_repeat1,
   [aux_sym_consumers_repeat1] = aux_sym_consumers_repeat1,
   [aux_sym_consumer_declaration_repeat1] = aux_sym_consumer_declaration_repeat1,
-  [aux_sym_fragment_repeat1] = aux_sym_fragment_repeat1,
+  [aux_sym_table_declaration_repeat1] = aux_sym_table_declaration_repeat1,
+  [aux_sym_table_body_repeat1] = aux_sym_table_body_repeat1,
+  [aux_sym_table_line_repeat1] = aux_sym_table_line_repeat1,
+  [aux_sym_table_arguments_repeat1] = aux_sym_table_arguments_repeat1,
   [aux_sym_string_repeat1] = aux_sym_string_repeat1,
   [alias_sym_name] = alias_sym_name,
 };
@@ -320,6 +350,18 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_consumer] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_table] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_LPAREN] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_RPAREN] = {
     .visible = true,
     .named = false,
   },
@@ -503,6 +545,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym_table_declaration] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_table_body] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_table_line] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_table_arguments] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_setting] = {
     .visible = true,
     .named = true,
@@ -611,7 +669,19 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = false,
     .named = false,
   },
-  [aux_sym_fragment_repeat1] = {
+  [aux_sym_table_declaration_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_table_body_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_table_line_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_table_arguments_repeat1] = {
     .visible = false,
     .named = false,
   },
@@ -707,11 +777,11 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
     {field_body, 1},
     {field_verb, 0},
   [5] =
-    {field_name, 1},
-    {field_value, 2},
-  [7] =
     {field_body, 2},
     {field_name, 1},
+  [7] =
+    {field_name, 1},
+    {field_value, 2},
   [9] =
     {field_unit, 1},
     {field_value, 0},
@@ -818,35 +888,35 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [25] = 25,
   [26] = 26,
   [27] = 27,
-  [28] = 24,
+  [28] = 28,
   [29] = 29,
   [30] = 30,
   [31] = 31,
-  [32] = 32,
+  [32] = 20,
   [33] = 33,
-  [34] = 27,
+  [34] = 34,
   [35] = 35,
-  [36] = 36,
+  [36] = 30,
   [37] = 37,
-  [38] = 20,
-  [39] = 22,
+  [38] = 38,
+  [39] = 39,
   [40] = 40,
   [41] = 41,
   [42] = 42,
-  [43] = 43,
-  [44] = 42,
-  [45] = 18,
-  [46] = 43,
-  [47] = 42,
-  [48] = 43,
+  [43] = 26,
+  [44] = 23,
+  [45] = 45,
+  [46] = 46,
+  [47] = 47,
+  [48] = 48,
   [49] = 49,
   [50] = 50,
   [51] = 51,
-  [52] = 52,
-  [53] = 53,
-  [54] = 54,
-  [55] = 55,
-  [56] = 56,
+  [52] = 46,
+  [53] = 17,
+  [54] = 48,
+  [55] = 46,
+  [56] = 48,
   [57] = 57,
   [58] = 58,
   [59] = 59,
@@ -880,7 +950,7 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [87] = 87,
   [88] = 88,
   [89] = 89,
-  [90] = 32,
+  [90] = 90,
   [91] = 91,
   [92] = 92,
   [93] = 93,
@@ -888,17 +958,17 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [95] = 95,
   [96] = 96,
   [97] = 97,
-  [98] = 19,
+  [98] = 98,
   [99] = 99,
   [100] = 100,
   [101] = 101,
-  [102] = 102,
+  [102] = 35,
   [103] = 103,
   [104] = 104,
   [105] = 105,
-  [106] = 106,
+  [106] = 24,
   [107] = 107,
-  [108] = 103,
+  [108] = 108,
   [109] = 109,
   [110] = 110,
   [111] = 111,
@@ -907,14 +977,39 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [114] = 114,
   [115] = 115,
   [116] = 116,
-  [117] = 22,
-  [118] = 20,
+  [117] = 117,
+  [118] = 118,
   [119] = 119,
-  [120] = 119,
+  [120] = 120,
   [121] = 121,
   [122] = 122,
   [123] = 123,
   [124] = 124,
+  [125] = 125,
+  [126] = 126,
+  [127] = 127,
+  [128] = 128,
+  [129] = 129,
+  [130] = 130,
+  [131] = 131,
+  [132] = 122,
+  [133] = 133,
+  [134] = 134,
+  [135] = 135,
+  [136] = 136,
+  [137] = 137,
+  [138] = 138,
+  [139] = 139,
+  [140] = 140,
+  [141] = 141,
+  [142] = 142,
+  [143] = 26,
+  [144] = 144,
+  [145] = 23,
+  [146] = 146,
+  [147] = 147,
+  [148] = 139,
+  [149] = 149,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -922,1440 +1017,1528 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
   eof = lexer->eof(lexer);
   switch (state) {
     case 0:
-      if (eof) ADVANCE(95);
+      if (eof) ADVANCE(99);
       ADVANCE_MAP(
-        '\n', 97,
+        '\n', 101,
         '!', 4,
-        '"', 149,
-        '#', 230,
-        '%', 142,
+        '"', 157,
+        '#', 242,
+        '%', 150,
+        '(', 117,
+        ')', 118,
         '+', 3,
-        ',', 108,
-        '/', 143,
-        ';', 96,
-        '<', 99,
-        '=', 136,
-        '>', 101,
-        '\\', 88,
+        ',', 112,
+        '/', 151,
+        ';', 100,
+        '<', 103,
+        '=', 144,
+        '>', 105,
+        '\\', 91,
         '`', 6,
-        'a', 46,
-        'b', 20,
-        'c', 56,
-        'd', 61,
-        'e', 43,
-        'f', 66,
-        'h', 144,
-        'i', 47,
-        'l', 57,
-        'm', 145,
-        'q', 79,
-        's', 144,
-        't', 65,
-        'u', 51,
-        'w', 35,
-        '{', 87,
-        0xb1, 141,
+        'a', 50,
+        'b', 22,
+        'c', 60,
+        'd', 65,
+        'e', 47,
+        'f', 69,
+        'h', 152,
+        'i', 51,
+        'l', 61,
+        'm', 153,
+        'q', 82,
+        's', 152,
+        't', 7,
+        'u', 55,
+        'w', 38,
+        '{', 90,
+        0xb1, 149,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(89);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
+          lookahead == ' ') SKIP(92);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
       END_STATE();
     case 1:
       ADVANCE_MAP(
-        '\n', 97,
-        '#', 230,
-        ';', 96,
-        '>', 100,
-        'a', 211,
-        'b', 165,
-        'c', 200,
-        'd', 202,
-        'e', 226,
-        'f', 206,
-        'i', 188,
-        'q', 221,
-        's', 160,
-        'u', 189,
-        'w', 197,
+        '\n', 101,
+        '#', 242,
+        ';', 100,
+        '>', 104,
+        'a', 223,
+        'b', 175,
+        'c', 212,
+        'd', 217,
+        'e', 238,
+        'f', 218,
+        'i', 200,
+        'q', 233,
+        's', 170,
+        'u', 201,
+        'w', 209,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ') SKIP(1);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 2:
-      if (lookahead == '"') ADVANCE(149);
-      if (lookahead == '#') ADVANCE(152);
-      if (lookahead == '\\') ADVANCE(88);
-      if (lookahead == '{') ADVANCE(151);
+      if (lookahead == '"') ADVANCE(157);
+      if (lookahead == '#') ADVANCE(160);
+      if (lookahead == '\\') ADVANCE(91);
+      if (lookahead == '{') ADVANCE(159);
       if (lookahead == '\t' ||
           (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(150);
+          lookahead == ' ') ADVANCE(158);
       if (lookahead != 0 &&
-          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(152);
+          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(160);
       END_STATE();
     case 3:
-      if (lookahead == '-') ADVANCE(141);
+      if (lookahead == '-') ADVANCE(149);
       END_STATE();
     case 4:
-      if (lookahead == '=') ADVANCE(137);
+      if (lookahead == '=') ADVANCE(145);
       END_STATE();
     case 5:
-      if (lookahead == '`') ADVANCE(140);
+      if (lookahead == '`') ADVANCE(148);
       END_STATE();
     case 6:
       if (lookahead == '`') ADVANCE(5);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(33);
+      if (lookahead == 'a') ADVANCE(13);
+      if (lookahead == 'r') ADVANCE(83);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(37);
+      if (lookahead == 'a') ADVANCE(36);
       END_STATE();
     case 9:
-      if (lookahead == 'a') ADVANCE(16);
+      if (lookahead == 'a') ADVANCE(40);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(17);
+      if (lookahead == 'a') ADVANCE(18);
       END_STATE();
     case 11:
-      if (lookahead == 'a') ADVANCE(67);
+      if (lookahead == 'a') ADVANCE(19);
       END_STATE();
     case 12:
-      if (lookahead == 'c') ADVANCE(41);
+      if (lookahead == 'a') ADVANCE(70);
       END_STATE();
     case 13:
-      if (lookahead == 'c') ADVANCE(26);
-      if (lookahead == 'e') ADVANCE(74);
+      if (lookahead == 'b') ADVANCE(45);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(77);
+      if (lookahead == 'c') ADVANCE(44);
       END_STATE();
     case 15:
-      if (lookahead == 'd') ADVANCE(126);
+      if (lookahead == 'c') ADVANCE(30);
+      if (lookahead == 'e') ADVANCE(77);
       END_STATE();
     case 16:
-      if (lookahead == 'd') ADVANCE(121);
+      if (lookahead == 'c') ADVANCE(80);
       END_STATE();
     case 17:
-      if (lookahead == 'd') ADVANCE(104);
+      if (lookahead == 'd') ADVANCE(134);
       END_STATE();
     case 18:
-      if (lookahead == 'd') ADVANCE(23);
+      if (lookahead == 'd') ADVANCE(129);
       END_STATE();
     case 19:
-      if (lookahead == 'd') ADVANCE(27);
+      if (lookahead == 'd') ADVANCE(108);
       END_STATE();
     case 20:
-      if (lookahead == 'e') ADVANCE(71);
+      if (lookahead == 'd') ADVANCE(26);
       END_STATE();
     case 21:
-      if (lookahead == 'e') ADVANCE(117);
+      if (lookahead == 'd') ADVANCE(29);
       END_STATE();
     case 22:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(74);
       END_STATE();
     case 23:
-      if (lookahead == 'e') ADVANCE(113);
+      if (lookahead == 'e') ADVANCE(125);
       END_STATE();
     case 24:
-      if (lookahead == 'e') ADVANCE(14);
+      if (lookahead == 'e') ADVANCE(143);
       END_STATE();
     case 25:
-      if (lookahead == 'e') ADVANCE(68);
+      if (lookahead == 'e') ADVANCE(115);
       END_STATE();
     case 26:
-      if (lookahead == 'e') ADVANCE(53);
+      if (lookahead == 'e') ADVANCE(121);
       END_STATE();
     case 27:
-      if (lookahead == 'e') ADVANCE(63);
+      if (lookahead == 'e') ADVANCE(16);
       END_STATE();
     case 28:
-      if (lookahead == 'e') ADVANCE(75);
+      if (lookahead == 'e') ADVANCE(71);
       END_STATE();
     case 29:
-      if (lookahead == 'e') ADVANCE(50);
+      if (lookahead == 'e') ADVANCE(67);
       END_STATE();
     case 30:
-      if (lookahead == 'e') ADVANCE(64);
+      if (lookahead == 'e') ADVANCE(57);
       END_STATE();
     case 31:
-      if (lookahead == 'e') ADVANCE(54);
+      if (lookahead == 'e') ADVANCE(78);
       END_STATE();
     case 32:
-      if (lookahead == 'e') ADVANCE(29);
+      if (lookahead == 'e') ADVANCE(68);
       END_STATE();
     case 33:
-      if (lookahead == 'g') ADVANCE(44);
+      if (lookahead == 'e') ADVANCE(54);
       END_STATE();
     case 34:
-      if (lookahead == 'h') ADVANCE(38);
+      if (lookahead == 'e') ADVANCE(58);
       END_STATE();
     case 35:
-      if (lookahead == 'i') ADVANCE(72);
-      if (lookahead == 'o') ADVANCE(62);
+      if (lookahead == 'e') ADVANCE(33);
       END_STATE();
     case 36:
-      if (lookahead == 'i') ADVANCE(55);
+      if (lookahead == 'g') ADVANCE(48);
       END_STATE();
     case 37:
-      if (lookahead == 'i') ADVANCE(48);
+      if (lookahead == 'h') ADVANCE(41);
       END_STATE();
     case 38:
-      if (lookahead == 'i') ADVANCE(49);
+      if (lookahead == 'i') ADVANCE(75);
+      if (lookahead == 'o') ADVANCE(66);
       END_STATE();
     case 39:
-      if (lookahead == 'i') ADVANCE(28);
+      if (lookahead == 'i') ADVANCE(59);
       END_STATE();
     case 40:
-      if (lookahead == 'k') ADVANCE(42);
+      if (lookahead == 'i') ADVANCE(52);
       END_STATE();
     case 41:
-      if (lookahead == 'l') ADVANCE(82);
+      if (lookahead == 'i') ADVANCE(53);
       END_STATE();
     case 42:
-      if (lookahead == 'l') ADVANCE(58);
+      if (lookahead == 'i') ADVANCE(31);
       END_STATE();
     case 43:
-      if (lookahead == 'm') ADVANCE(59);
-      if (lookahead == 'x') ADVANCE(60);
+      if (lookahead == 'k') ADVANCE(46);
       END_STATE();
     case 44:
-      if (lookahead == 'm') ADVANCE(31);
+      if (lookahead == 'l') ADVANCE(85);
       END_STATE();
     case 45:
-      if (lookahead == 'm') ADVANCE(30);
+      if (lookahead == 'l') ADVANCE(25);
       END_STATE();
     case 46:
-      if (lookahead == 'n') ADVANCE(15);
-      if (lookahead == 's') ADVANCE(69);
+      if (lookahead == 'l') ADVANCE(62);
       END_STATE();
     case 47:
-      if (lookahead == 'n') ADVANCE(12);
+      if (lookahead == 'm') ADVANCE(63);
+      if (lookahead == 'x') ADVANCE(64);
       END_STATE();
     case 48:
-      if (lookahead == 'n') ADVANCE(127);
+      if (lookahead == 'm') ADVANCE(34);
       END_STATE();
     case 49:
-      if (lookahead == 'n') ADVANCE(129);
+      if (lookahead == 'm') ADVANCE(32);
       END_STATE();
     case 50:
-      if (lookahead == 'n') ADVANCE(124);
+      if (lookahead == 'n') ADVANCE(17);
+      if (lookahead == 's') ADVANCE(72);
       END_STATE();
     case 51:
-      if (lookahead == 'n') ADVANCE(19);
-      if (lookahead == 's') ADVANCE(21);
+      if (lookahead == 'n') ADVANCE(14);
       END_STATE();
     case 52:
-      if (lookahead == 'n') ADVANCE(70);
+      if (lookahead == 'n') ADVANCE(135);
       END_STATE();
     case 53:
-      if (lookahead == 'n') ADVANCE(11);
+      if (lookahead == 'n') ADVANCE(137);
       END_STATE();
     case 54:
-      if (lookahead == 'n') ADVANCE(78);
+      if (lookahead == 'n') ADVANCE(132);
       END_STATE();
     case 55:
-      if (lookahead == 'o') ADVANCE(102);
+      if (lookahead == 'n') ADVANCE(21);
+      if (lookahead == 's') ADVANCE(23);
       END_STATE();
     case 56:
-      if (lookahead == 'o') ADVANCE(52);
+      if (lookahead == 'n') ADVANCE(73);
       END_STATE();
     case 57:
-      if (lookahead == 'o') ADVANCE(9);
+      if (lookahead == 'n') ADVANCE(12);
       END_STATE();
     case 58:
-      if (lookahead == 'o') ADVANCE(10);
+      if (lookahead == 'n') ADVANCE(81);
       END_STATE();
     case 59:
-      if (lookahead == 'p') ADVANCE(73);
+      if (lookahead == 'o') ADVANCE(106);
       END_STATE();
     case 60:
-      if (lookahead == 'p') ADVANCE(24);
+      if (lookahead == 'o') ADVANCE(56);
       END_STATE();
     case 61:
-      if (lookahead == 'r') ADVANCE(8);
+      if (lookahead == 'o') ADVANCE(10);
       END_STATE();
     case 62:
-      if (lookahead == 'r') ADVANCE(40);
+      if (lookahead == 'o') ADVANCE(11);
       END_STATE();
     case 63:
-      if (lookahead == 'r') ADVANCE(119);
+      if (lookahead == 'p') ADVANCE(76);
       END_STATE();
     case 64:
-      if (lookahead == 'r') ADVANCE(109);
+      if (lookahead == 'p') ADVANCE(27);
       END_STATE();
     case 65:
-      if (lookahead == 'r') ADVANCE(80);
+      if (lookahead == 'r') ADVANCE(9);
       END_STATE();
     case 66:
-      if (lookahead == 'r') ADVANCE(7);
+      if (lookahead == 'r') ADVANCE(43);
       END_STATE();
     case 67:
-      if (lookahead == 'r') ADVANCE(36);
+      if (lookahead == 'r') ADVANCE(127);
       END_STATE();
     case 68:
-      if (lookahead == 'r') ADVANCE(76);
+      if (lookahead == 'r') ADVANCE(113);
       END_STATE();
     case 69:
-      if (lookahead == 's') ADVANCE(25);
+      if (lookahead == 'r') ADVANCE(8);
       END_STATE();
     case 70:
-      if (lookahead == 's') ADVANCE(81);
+      if (lookahead == 'r') ADVANCE(39);
       END_STATE();
     case 71:
-      if (lookahead == 't') ADVANCE(83);
+      if (lookahead == 'r') ADVANCE(79);
       END_STATE();
     case 72:
-      if (lookahead == 't') ADVANCE(34);
+      if (lookahead == 's') ADVANCE(28);
       END_STATE();
     case 73:
-      if (lookahead == 't') ADVANCE(84);
+      if (lookahead == 's') ADVANCE(84);
       END_STATE();
     case 74:
-      if (lookahead == 't') ADVANCE(111);
+      if (lookahead == 't') ADVANCE(86);
       END_STATE();
     case 75:
-      if (lookahead == 't') ADVANCE(122);
+      if (lookahead == 't') ADVANCE(37);
       END_STATE();
     case 76:
-      if (lookahead == 't') ADVANCE(132);
+      if (lookahead == 't') ADVANCE(87);
       END_STATE();
     case 77:
-      if (lookahead == 't') ADVANCE(130);
+      if (lookahead == 't') ADVANCE(119);
       END_STATE();
     case 78:
-      if (lookahead == 't') ADVANCE(115);
+      if (lookahead == 't') ADVANCE(130);
       END_STATE();
     case 79:
-      if (lookahead == 'u') ADVANCE(39);
+      if (lookahead == 't') ADVANCE(140);
       END_STATE();
     case 80:
-      if (lookahead == 'u') ADVANCE(22);
+      if (lookahead == 't') ADVANCE(138);
       END_STATE();
     case 81:
-      if (lookahead == 'u') ADVANCE(45);
+      if (lookahead == 't') ADVANCE(123);
       END_STATE();
     case 82:
-      if (lookahead == 'u') ADVANCE(18);
+      if (lookahead == 'u') ADVANCE(42);
       END_STATE();
     case 83:
-      if (lookahead == 'w') ADVANCE(32);
+      if (lookahead == 'u') ADVANCE(24);
       END_STATE();
     case 84:
-      if (lookahead == 'y') ADVANCE(134);
+      if (lookahead == 'u') ADVANCE(49);
       END_STATE();
     case 85:
-      if (lookahead == '}') ADVANCE(153);
+      if (lookahead == 'u') ADVANCE(20);
+      END_STATE();
+    case 86:
+      if (lookahead == 'w') ADVANCE(35);
+      END_STATE();
+    case 87:
+      if (lookahead == 'y') ADVANCE(142);
+      END_STATE();
+    case 88:
+      if (lookahead == '}') ADVANCE(161);
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
-      END_STATE();
-    case 86:
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(147);
-      END_STATE();
-    case 87:
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
-      END_STATE();
-    case 88:
-      if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(154);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
       END_STATE();
     case 89:
-      if (eof) ADVANCE(95);
-      ADVANCE_MAP(
-        '\n', 97,
-        '!', 4,
-        '"', 148,
-        '#', 230,
-        ',', 108,
-        ';', 96,
-        '<', 99,
-        '=', 136,
-        '>', 101,
-        '`', 6,
-        'a', 46,
-        'b', 20,
-        'c', 56,
-        'd', 61,
-        'e', 43,
-        'f', 66,
-        'i', 47,
-        'l', 57,
-        'q', 79,
-        's', 13,
-        't', 65,
-        'u', 51,
-        'w', 35,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(89);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(155);
       END_STATE();
     case 90:
-      if (eof) ADVANCE(95);
-      ADVANCE_MAP(
-        '\n', 97,
-        '"', 148,
-        '#', 230,
-        '%', 142,
-        ',', 108,
-        '/', 143,
-        ';', 96,
-        '<', 98,
-        '>', 100,
-        '`', 6,
-        'm', 145,
-        'h', 144,
-        's', 144,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(92);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
       END_STATE();
     case 91:
-      if (eof) ADVANCE(95);
-      ADVANCE_MAP(
-        '\n', 97,
-        '"', 148,
-        '#', 230,
-        '+', 3,
-        ',', 108,
-        ';', 96,
-        '<', 98,
-        '>', 100,
-        '`', 6,
-        0xb1, 141,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(92);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      if (lookahead != 0 &&
+          lookahead != '\n') ADVANCE(162);
       END_STATE();
     case 92:
-      if (eof) ADVANCE(95);
+      if (eof) ADVANCE(99);
       ADVANCE_MAP(
-        '\n', 97,
-        '"', 148,
-        '#', 230,
-        ',', 108,
-        ';', 96,
-        '<', 98,
-        '>', 100,
+        '\n', 101,
+        '!', 4,
+        '"', 156,
+        '#', 242,
+        '(', 117,
+        ')', 118,
+        ',', 112,
+        ';', 100,
+        '<', 103,
+        '=', 144,
+        '>', 105,
         '`', 6,
+        'a', 50,
+        'b', 22,
+        'c', 60,
+        'd', 65,
+        'e', 47,
+        'f', 69,
+        'i', 51,
+        'l', 61,
+        'q', 82,
+        's', 15,
+        't', 7,
+        'u', 55,
+        'w', 38,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ') SKIP(92);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
       END_STATE();
     case 93:
-      if (eof) ADVANCE(95);
-      if (lookahead == '\n') ADVANCE(97);
-      if (lookahead == '"') ADVANCE(148);
-      if (lookahead == '#') ADVANCE(230);
-      if (lookahead == ';') ADVANCE(96);
-      if (lookahead == '<') ADVANCE(98);
-      if (lookahead == '>') ADVANCE(100);
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(93);
-      if (('.' <= lookahead && lookahead <= '9') ||
-          lookahead == '{' ||
-          lookahead == '}') ADVANCE(229);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(227);
-      END_STATE();
-    case 94:
-      if (eof) ADVANCE(95);
+      if (eof) ADVANCE(99);
       ADVANCE_MAP(
-        '\n', 97,
-        '"', 148,
-        '#', 230,
-        ';', 96,
-        'a', 211,
-        'b', 165,
-        'c', 198,
-        'd', 202,
-        'e', 226,
-        'f', 206,
-        'i', 188,
-        'q', 221,
-        's', 160,
-        'u', 189,
-        'w', 197,
+        '\n', 101,
+        '"', 156,
+        '#', 242,
+        '%', 150,
+        ',', 112,
+        '/', 151,
+        ';', 100,
+        '<', 102,
+        '>', 104,
+        '`', 6,
+        'm', 153,
+        'h', 152,
+        's', 152,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(94);
+          lookahead == ' ') SKIP(96);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 94:
+      if (eof) ADVANCE(99);
+      ADVANCE_MAP(
+        '\n', 101,
+        '"', 156,
+        '#', 242,
+        '(', 117,
+        '+', 3,
+        ',', 112,
+        ';', 100,
+        '<', 102,
+        '>', 104,
+        '`', 6,
+        0xb1, 149,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(95);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 95:
-      ACCEPT_TOKEN(ts_builtin_sym_end);
+      if (eof) ADVANCE(99);
+      ADVANCE_MAP(
+        '\n', 101,
+        '"', 156,
+        '#', 242,
+        '(', 117,
+        ',', 112,
+        ';', 100,
+        '<', 102,
+        '>', 104,
+        '`', 6,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(95);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 96:
-      ACCEPT_TOKEN(anon_sym_SEMI);
+      if (eof) ADVANCE(99);
+      ADVANCE_MAP(
+        '\n', 101,
+        '"', 156,
+        '#', 242,
+        ',', 112,
+        ';', 100,
+        '<', 102,
+        '>', 104,
+        '`', 6,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(96);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 97:
-      ACCEPT_TOKEN(sym__newline);
+      if (eof) ADVANCE(99);
+      if (lookahead == '\n') ADVANCE(101);
+      if (lookahead == '"') ADVANCE(156);
+      if (lookahead == '#') ADVANCE(242);
+      if (lookahead == ';') ADVANCE(100);
+      if (lookahead == '<') ADVANCE(102);
+      if (lookahead == '>') ADVANCE(104);
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(97);
+      if (('.' <= lookahead && lookahead <= '9') ||
+          lookahead == '{' ||
+          lookahead == '}') ADVANCE(241);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(239);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_LT);
+      if (eof) ADVANCE(99);
+      ADVANCE_MAP(
+        '\n', 101,
+        '"', 156,
+        '#', 242,
+        ';', 100,
+        'a', 223,
+        'b', 175,
+        'c', 210,
+        'd', 217,
+        'e', 238,
+        'f', 218,
+        'i', 200,
+        'q', 233,
+        's', 170,
+        't', 163,
+        'u', 201,
+        'w', 209,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(98);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_LT);
-      if (lookahead == '=') ADVANCE(138);
+      ACCEPT_TOKEN(ts_builtin_sym_end);
       END_STATE();
     case 100:
-      ACCEPT_TOKEN(anon_sym_GT);
+      ACCEPT_TOKEN(anon_sym_SEMI);
       END_STATE();
     case 101:
-      ACCEPT_TOKEN(anon_sym_GT);
-      if (lookahead == '=') ADVANCE(139);
+      ACCEPT_TOKEN(sym__newline);
       END_STATE();
     case 102:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_LT);
       END_STATE();
     case 103:
+      ACCEPT_TOKEN(anon_sym_LT);
+      if (lookahead == '=') ADVANCE(146);
+      END_STATE();
+    case 104:
+      ACCEPT_TOKEN(anon_sym_GT);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_GT);
+      if (lookahead == '=') ADVANCE(147);
+      END_STATE();
+    case 106:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 107:
       ACCEPT_TOKEN(anon_sym_scenario);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 104:
-      ACCEPT_TOKEN(anon_sym_workload);
-      END_STATE();
-    case 105:
-      ACCEPT_TOKEN(anon_sym_workload);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 106:
-      ACCEPT_TOKEN(anon_sym_consumers);
-      END_STATE();
-    case 107:
-      ACCEPT_TOKEN(anon_sym_consumers);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 108:
-      ACCEPT_TOKEN(anon_sym_COMMA);
+      ACCEPT_TOKEN(anon_sym_workload);
       END_STATE();
     case 109:
-      ACCEPT_TOKEN(anon_sym_consumer);
-      if (lookahead == 's') ADVANCE(106);
+      ACCEPT_TOKEN(anon_sym_workload);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 110:
-      ACCEPT_TOKEN(anon_sym_consumer);
-      if (lookahead == 's') ADVANCE(107);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      ACCEPT_TOKEN(anon_sym_consumers);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_set);
+      ACCEPT_TOKEN(anon_sym_consumers);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 112:
+      ACCEPT_TOKEN(anon_sym_COMMA);
+      END_STATE();
+    case 113:
+      ACCEPT_TOKEN(anon_sym_consumer);
+      if (lookahead == 's') ADVANCE(110);
+      END_STATE();
+    case 114:
+      ACCEPT_TOKEN(anon_sym_consumer);
+      if (lookahead == 's') ADVANCE(111);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 115:
+      ACCEPT_TOKEN(anon_sym_table);
+      END_STATE();
+    case 116:
+      ACCEPT_TOKEN(anon_sym_table);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 117:
+      ACCEPT_TOKEN(anon_sym_LPAREN);
+      END_STATE();
+    case 118:
+      ACCEPT_TOKEN(anon_sym_RPAREN);
+      END_STATE();
+    case 119:
+      ACCEPT_TOKEN(anon_sym_set);
+      END_STATE();
+    case 120:
       ACCEPT_TOKEN(anon_sym_set);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 113:
-      ACCEPT_TOKEN(anon_sym_include);
-      END_STATE();
-    case 114:
-      ACCEPT_TOKEN(anon_sym_include);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 115:
-      ACCEPT_TOKEN(anon_sym_fragment);
-      END_STATE();
-    case 116:
-      ACCEPT_TOKEN(anon_sym_fragment);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 117:
-      ACCEPT_TOKEN(anon_sym_use);
-      END_STATE();
-    case 118:
-      ACCEPT_TOKEN(anon_sym_use);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 119:
-      ACCEPT_TOKEN(anon_sym_under);
-      END_STATE();
-    case 120:
-      ACCEPT_TOKEN(anon_sym_under);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_load);
+      ACCEPT_TOKEN(anon_sym_include);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_quiet);
+      ACCEPT_TOKEN(anon_sym_include);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 123:
+      ACCEPT_TOKEN(anon_sym_fragment);
+      END_STATE();
+    case 124:
+      ACCEPT_TOKEN(anon_sym_fragment);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 125:
+      ACCEPT_TOKEN(anon_sym_use);
+      END_STATE();
+    case 126:
+      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 127:
+      ACCEPT_TOKEN(anon_sym_under);
+      END_STATE();
+    case 128:
+      ACCEPT_TOKEN(anon_sym_under);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 129:
+      ACCEPT_TOKEN(anon_sym_load);
+      END_STATE();
+    case 130:
+      ACCEPT_TOKEN(anon_sym_quiet);
+      END_STATE();
+    case 131:
       ACCEPT_TOKEN(anon_sym_quiet);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 124:
-      ACCEPT_TOKEN(anon_sym_between);
-      END_STATE();
-    case 125:
-      ACCEPT_TOKEN(anon_sym_between);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 126:
-      ACCEPT_TOKEN(anon_sym_and);
-      END_STATE();
-    case 127:
-      ACCEPT_TOKEN(anon_sym_drain);
-      END_STATE();
-    case 128:
-      ACCEPT_TOKEN(anon_sym_drain);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 129:
-      ACCEPT_TOKEN(anon_sym_within);
-      END_STATE();
-    case 130:
-      ACCEPT_TOKEN(anon_sym_expect);
-      END_STATE();
-    case 131:
-      ACCEPT_TOKEN(anon_sym_expect);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 132:
-      ACCEPT_TOKEN(anon_sym_assert);
+      ACCEPT_TOKEN(anon_sym_between);
       END_STATE();
     case 133:
+      ACCEPT_TOKEN(anon_sym_between);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 134:
+      ACCEPT_TOKEN(anon_sym_and);
+      END_STATE();
+    case 135:
+      ACCEPT_TOKEN(anon_sym_drain);
+      END_STATE();
+    case 136:
+      ACCEPT_TOKEN(anon_sym_drain);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 137:
+      ACCEPT_TOKEN(anon_sym_within);
+      END_STATE();
+    case 138:
+      ACCEPT_TOKEN(anon_sym_expect);
+      END_STATE();
+    case 139:
+      ACCEPT_TOKEN(anon_sym_expect);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 140:
+      ACCEPT_TOKEN(anon_sym_assert);
+      END_STATE();
+    case 141:
       ACCEPT_TOKEN(anon_sym_assert);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 134:
-      ACCEPT_TOKEN(anon_sym_empty);
-      END_STATE();
-    case 135:
-      ACCEPT_TOKEN(anon_sym_true);
-      END_STATE();
-    case 136:
-      ACCEPT_TOKEN(anon_sym_EQ);
-      END_STATE();
-    case 137:
-      ACCEPT_TOKEN(anon_sym_BANG_EQ);
-      END_STATE();
-    case 138:
-      ACCEPT_TOKEN(anon_sym_LT_EQ);
-      END_STATE();
-    case 139:
-      ACCEPT_TOKEN(anon_sym_GT_EQ);
-      END_STATE();
-    case 140:
-      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
-      END_STATE();
-    case 141:
-      ACCEPT_TOKEN(aux_sym_jitter_token1);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 142:
-      ACCEPT_TOKEN(anon_sym_PERCENT);
+      ACCEPT_TOKEN(anon_sym_empty);
       END_STATE();
     case 143:
-      ACCEPT_TOKEN(anon_sym_SLASH);
+      ACCEPT_TOKEN(anon_sym_true);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(sym_unit);
+      ACCEPT_TOKEN(anon_sym_EQ);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(sym_unit);
-      if (lookahead == 's') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_BANG_EQ);
       END_STATE();
     case 146:
-      ACCEPT_TOKEN(sym_number);
-      if (lookahead == '.') ADVANCE(86);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(146);
+      ACCEPT_TOKEN(anon_sym_LT_EQ);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(sym_number);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(147);
+      ACCEPT_TOKEN(anon_sym_GT_EQ);
       END_STATE();
     case 148:
-      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      ACCEPT_TOKEN(aux_sym_jitter_token1);
       END_STATE();
     case 150:
+      ACCEPT_TOKEN(anon_sym_PERCENT);
+      END_STATE();
+    case 151:
+      ACCEPT_TOKEN(anon_sym_SLASH);
+      END_STATE();
+    case 152:
+      ACCEPT_TOKEN(sym_unit);
+      END_STATE();
+    case 153:
+      ACCEPT_TOKEN(sym_unit);
+      if (lookahead == 's') ADVANCE(152);
+      END_STATE();
+    case 154:
+      ACCEPT_TOKEN(sym_number);
+      if (lookahead == '.') ADVANCE(89);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      END_STATE();
+    case 155:
+      ACCEPT_TOKEN(sym_number);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(155);
+      END_STATE();
+    case 156:
+      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      END_STATE();
+    case 157:
+      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      END_STATE();
+    case 158:
       ACCEPT_TOKEN(sym__string_content);
-      if (lookahead == '#') ADVANCE(152);
+      if (lookahead == '#') ADVANCE(160);
       if (lookahead == '\t' ||
           (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(150);
+          lookahead == ' ') ADVANCE(158);
       if (lookahead != 0 &&
           (lookahead < '\t' || '\r' < lookahead) &&
           lookahead != '"' &&
           lookahead != '#' &&
           lookahead != '\\' &&
-          lookahead != '{') ADVANCE(152);
+          lookahead != '{') ADVANCE(160);
       END_STATE();
-    case 151:
+    case 159:
       ACCEPT_TOKEN(sym__string_content);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(85);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
       END_STATE();
-    case 152:
+    case 160:
       ACCEPT_TOKEN(sym__string_content);
       if (lookahead != 0 &&
           lookahead != '\n' &&
           lookahead != '"' &&
           lookahead != '\\' &&
-          lookahead != '{') ADVANCE(152);
-      END_STATE();
-    case 153:
-      ACCEPT_TOKEN(sym_placeholder);
-      END_STATE();
-    case 154:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      END_STATE();
-    case 155:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(178);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 156:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(180);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 157:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(162);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 158:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(207);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 159:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(184);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 160:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(170);
-      if (lookahead == 'e') ADVANCE(216);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          lookahead != '{') ADVANCE(160);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(219);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      ACCEPT_TOKEN(sym_placeholder);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(105);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+      ACCEPT_TOKEN(sym_escape_sequence);
       END_STATE();
     case 163:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(172);
+      if (lookahead == 'a') ADVANCE(168);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 164:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(167);
+      if (lookahead == 'a') ADVANCE(189);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 165:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(215);
+      if (lookahead == 'a') ADVANCE(191);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 166:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(118);
+      if (lookahead == 'a') ADVANCE(172);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 167:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(114);
+      if (lookahead == 'a') ADVANCE(219);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 168:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(161);
+      if (lookahead == 'b') ADVANCE(196);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 169:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(209);
+      if (lookahead == 'c') ADVANCE(195);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 170:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(193);
+      if (lookahead == 'c') ADVANCE(181);
+      if (lookahead == 'e') ADVANCE(228);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 171:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(217);
+      if (lookahead == 'c') ADVANCE(231);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 172:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(204);
+      if (lookahead == 'd') ADVANCE(109);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 173:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(191);
+      if (lookahead == 'd') ADVANCE(183);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 174:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'd') ADVANCE(178);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 175:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(227);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 176:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(126);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 177:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(116);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 178:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(122);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 179:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(171);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(221);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 181:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'e') ADVANCE(205);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 175:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(194);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 176:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(208);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 177:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(173);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 178:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'g') ADVANCE(187);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 179:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(196);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 180:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(190);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
-      END_STATE();
-    case 181:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(171);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 182:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'k') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(229);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 183:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(199);
+      if (lookahead == 'e') ADVANCE(215);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 184:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(222);
+      if (lookahead == 'e') ADVANCE(203);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 185:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(174);
+      if (lookahead == 'e') ADVANCE(216);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 186:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(176);
+      if (lookahead == 'e') ADVANCE(206);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 187:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(175);
+      if (lookahead == 'e') ADVANCE(220);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 188:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(159);
+      if (lookahead == 'e') ADVANCE(184);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 189:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(163);
-      if (lookahead == 's') ADVANCE(166);
+      if (lookahead == 'g') ADVANCE(199);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 190:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(128);
+      if (lookahead == 'i') ADVANCE(208);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 191:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(125);
+      if (lookahead == 'i') ADVANCE(202);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 192:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(212);
+      if (lookahead == 'i') ADVANCE(182);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 193:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(158);
+      if (lookahead == 'k') ADVANCE(194);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 194:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(220);
+      if (lookahead == 'l') ADVANCE(211);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 195:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(214);
+      if (lookahead == 'l') ADVANCE(234);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 196:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(103);
+      if (lookahead == 'l') ADVANCE(177);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 197:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(203);
+      if (lookahead == 'm') ADVANCE(185);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 198:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(192);
+      if (lookahead == 'm') ADVANCE(187);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 199:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(157);
+      if (lookahead == 'm') ADVANCE(186);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 200:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(195);
+      if (lookahead == 'n') ADVANCE(169);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 201:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'p') ADVANCE(168);
+      if (lookahead == 'n') ADVANCE(173);
+      if (lookahead == 's') ADVANCE(176);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 202:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(156);
+      if (lookahead == 'n') ADVANCE(136);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 203:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(182);
+      if (lookahead == 'n') ADVANCE(133);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 204:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(120);
+      if (lookahead == 'n') ADVANCE(224);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 205:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(110);
+      if (lookahead == 'n') ADVANCE(167);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 206:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(155);
+      if (lookahead == 'n') ADVANCE(232);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 207:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(179);
+      if (lookahead == 'n') ADVANCE(226);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 208:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(210);
+      if (lookahead == 'o') ADVANCE(107);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 209:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(218);
+      if (lookahead == 'o') ADVANCE(214);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 210:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(107);
+      if (lookahead == 'o') ADVANCE(204);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 211:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(213);
+      if (lookahead == 'o') ADVANCE(166);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 212:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(223);
+      if (lookahead == 'o') ADVANCE(207);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 213:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(169);
+      if (lookahead == 'p') ADVANCE(179);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 214:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(224);
+      if (lookahead == 'r') ADVANCE(193);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 215:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(225);
+      if (lookahead == 'r') ADVANCE(128);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 216:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(112);
+      if (lookahead == 'r') ADVANCE(114);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 217:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(123);
+      if (lookahead == 'r') ADVANCE(165);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 218:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(133);
+      if (lookahead == 'r') ADVANCE(164);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 219:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'r') ADVANCE(190);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 220:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'r') ADVANCE(222);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 221:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'r') ADVANCE(230);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 222:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(111);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 223:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(225);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 224:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(235);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 225:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(180);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 226:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 's') ADVANCE(236);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 227:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(237);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 228:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(120);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 229:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 't') ADVANCE(131);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 220:
+    case 230:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(116);
+      if (lookahead == 't') ADVANCE(141);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 221:
+    case 231:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(181);
+      if (lookahead == 't') ADVANCE(139);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 222:
+    case 232:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(164);
+      if (lookahead == 't') ADVANCE(124);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 223:
+    case 233:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(185);
+      if (lookahead == 'u') ADVANCE(192);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 224:
+    case 234:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(186);
+      if (lookahead == 'u') ADVANCE(174);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 225:
+    case 235:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'w') ADVANCE(177);
+      if (lookahead == 'u') ADVANCE(197);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 226:
+    case 236:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'x') ADVANCE(201);
+      if (lookahead == 'u') ADVANCE(198);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 227:
+    case 237:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'w') ADVANCE(188);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 238:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'x') ADVANCE(213);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      END_STATE();
+    case 239:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == '.' ||
           lookahead == '/' ||
           lookahead == '{' ||
-          lookahead == '}') ADVANCE(229);
+          lookahead == '}') ADVANCE(241);
       if (('-' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(227);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(239);
       END_STATE();
-    case 228:
+    case 240:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(228);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
-    case 229:
+    case 241:
       ACCEPT_TOKEN(sym_template);
       if (('-' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
           ('a' <= lookahead && lookahead <= '{') ||
-          lookahead == '}') ADVANCE(229);
+          lookahead == '}') ADVANCE(241);
       END_STATE();
-    case 230:
+    case 242:
       ACCEPT_TOKEN(sym_comment);
       if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(230);
+          lookahead != '\n') ADVANCE(242);
       END_STATE();
     default:
       return false;
@@ -2364,62 +2547,62 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
 
 static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [0] = {.lex_state = 0, .external_lex_state = 1},
-  [1] = {.lex_state = 94},
-  [2] = {.lex_state = 94},
-  [3] = {.lex_state = 94},
+  [1] = {.lex_state = 98},
+  [2] = {.lex_state = 98},
+  [3] = {.lex_state = 98},
   [4] = {.lex_state = 1},
   [5] = {.lex_state = 1},
   [6] = {.lex_state = 1},
-  [7] = {.lex_state = 91},
-  [8] = {.lex_state = 91},
+  [7] = {.lex_state = 98},
+  [8] = {.lex_state = 94},
   [9] = {.lex_state = 94},
   [10] = {.lex_state = 1},
-  [11] = {.lex_state = 91},
-  [12] = {.lex_state = 91},
-  [13] = {.lex_state = 91},
-  [14] = {.lex_state = 91},
-  [15] = {.lex_state = 91},
-  [16] = {.lex_state = 91},
-  [17] = {.lex_state = 91},
-  [18] = {.lex_state = 90},
-  [19] = {.lex_state = 91},
-  [20] = {.lex_state = 91},
-  [21] = {.lex_state = 91},
-  [22] = {.lex_state = 91},
-  [23] = {.lex_state = 91},
-  [24] = {.lex_state = 91},
-  [25] = {.lex_state = 0},
-  [26] = {.lex_state = 91},
-  [27] = {.lex_state = 91},
-  [28] = {.lex_state = 0},
-  [29] = {.lex_state = 93},
-  [30] = {.lex_state = 93},
-  [31] = {.lex_state = 93},
-  [32] = {.lex_state = 93},
-  [33] = {.lex_state = 0},
-  [34] = {.lex_state = 0},
-  [35] = {.lex_state = 0},
+  [11] = {.lex_state = 94},
+  [12] = {.lex_state = 94},
+  [13] = {.lex_state = 94},
+  [14] = {.lex_state = 94},
+  [15] = {.lex_state = 94},
+  [16] = {.lex_state = 94},
+  [17] = {.lex_state = 93},
+  [18] = {.lex_state = 94},
+  [19] = {.lex_state = 0},
+  [20] = {.lex_state = 94},
+  [21] = {.lex_state = 94},
+  [22] = {.lex_state = 94},
+  [23] = {.lex_state = 94},
+  [24] = {.lex_state = 94},
+  [25] = {.lex_state = 94},
+  [26] = {.lex_state = 94},
+  [27] = {.lex_state = 94},
+  [28] = {.lex_state = 94},
+  [29] = {.lex_state = 94},
+  [30] = {.lex_state = 94},
+  [31] = {.lex_state = 97},
+  [32] = {.lex_state = 0},
+  [33] = {.lex_state = 97},
+  [34] = {.lex_state = 97},
+  [35] = {.lex_state = 97},
   [36] = {.lex_state = 0},
-  [37] = {.lex_state = 0},
-  [38] = {.lex_state = 93},
-  [39] = {.lex_state = 93},
+  [37] = {.lex_state = 94},
+  [38] = {.lex_state = 94},
+  [39] = {.lex_state = 0},
   [40] = {.lex_state = 0},
-  [41] = {.lex_state = 2},
-  [42] = {.lex_state = 2},
-  [43] = {.lex_state = 2},
-  [44] = {.lex_state = 2},
-  [45] = {.lex_state = 90},
+  [41] = {.lex_state = 0},
+  [42] = {.lex_state = 0},
+  [43] = {.lex_state = 97},
+  [44] = {.lex_state = 97},
+  [45] = {.lex_state = 2},
   [46] = {.lex_state = 2},
-  [47] = {.lex_state = 2},
+  [47] = {.lex_state = 0},
   [48] = {.lex_state = 2},
-  [49] = {.lex_state = 0},
-  [50] = {.lex_state = 0},
-  [51] = {.lex_state = 0},
-  [52] = {.lex_state = 0},
-  [53] = {.lex_state = 0},
-  [54] = {.lex_state = 0},
-  [55] = {.lex_state = 0},
-  [56] = {.lex_state = 0},
+  [49] = {.lex_state = 94},
+  [50] = {.lex_state = 94},
+  [51] = {.lex_state = 94},
+  [52] = {.lex_state = 2},
+  [53] = {.lex_state = 93},
+  [54] = {.lex_state = 2},
+  [55] = {.lex_state = 2},
+  [56] = {.lex_state = 2},
   [57] = {.lex_state = 0},
   [58] = {.lex_state = 0},
   [59] = {.lex_state = 0},
@@ -2438,7 +2621,7 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [72] = {.lex_state = 0},
   [73] = {.lex_state = 0},
   [74] = {.lex_state = 0},
-  [75] = {.lex_state = 91},
+  [75] = {.lex_state = 0},
   [76] = {.lex_state = 0},
   [77] = {.lex_state = 0},
   [78] = {.lex_state = 0},
@@ -2447,47 +2630,72 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [81] = {.lex_state = 0},
   [82] = {.lex_state = 0},
   [83] = {.lex_state = 0},
-  [84] = {.lex_state = 0},
+  [84] = {.lex_state = 94},
   [85] = {.lex_state = 0},
   [86] = {.lex_state = 0},
   [87] = {.lex_state = 0},
   [88] = {.lex_state = 0},
   [89] = {.lex_state = 0},
-  [90] = {.lex_state = 91},
+  [90] = {.lex_state = 0},
   [91] = {.lex_state = 0},
   [92] = {.lex_state = 0},
   [93] = {.lex_state = 0},
-  [94] = {.lex_state = 91},
-  [95] = {.lex_state = 0, .external_lex_state = 2},
+  [94] = {.lex_state = 0},
+  [95] = {.lex_state = 0},
   [96] = {.lex_state = 0},
   [97] = {.lex_state = 0},
   [98] = {.lex_state = 0},
   [99] = {.lex_state = 0},
   [100] = {.lex_state = 0},
-  [101] = {.lex_state = 94},
-  [102] = {.lex_state = 0, .external_lex_state = 3},
+  [101] = {.lex_state = 0},
+  [102] = {.lex_state = 94},
   [103] = {.lex_state = 0},
-  [104] = {.lex_state = 94},
-  [105] = {.lex_state = 91},
-  [106] = {.lex_state = 91},
-  [107] = {.lex_state = 91},
-  [108] = {.lex_state = 0},
-  [109] = {.lex_state = 91},
+  [104] = {.lex_state = 0},
+  [105] = {.lex_state = 0},
+  [106] = {.lex_state = 0},
+  [107] = {.lex_state = 0},
+  [108] = {.lex_state = 0, .external_lex_state = 2},
+  [109] = {.lex_state = 94},
   [110] = {.lex_state = 0},
   [111] = {.lex_state = 0},
   [112] = {.lex_state = 0},
   [113] = {.lex_state = 0},
-  [114] = {.lex_state = 90},
+  [114] = {.lex_state = 0},
   [115] = {.lex_state = 0},
   [116] = {.lex_state = 0},
   [117] = {.lex_state = 0},
   [118] = {.lex_state = 0},
-  [119] = {.lex_state = 90},
-  [120] = {.lex_state = 90},
-  [121] = {.lex_state = 91},
+  [119] = {.lex_state = 0},
+  [120] = {.lex_state = 94},
+  [121] = {.lex_state = 0},
   [122] = {.lex_state = 0},
-  [123] = {.lex_state = 91},
-  [124] = {.lex_state = 91},
+  [123] = {.lex_state = 0},
+  [124] = {.lex_state = 0, .external_lex_state = 3},
+  [125] = {.lex_state = 0},
+  [126] = {.lex_state = 94},
+  [127] = {.lex_state = 94},
+  [128] = {.lex_state = 94},
+  [129] = {.lex_state = 94},
+  [130] = {.lex_state = 98},
+  [131] = {.lex_state = 94},
+  [132] = {.lex_state = 0},
+  [133] = {.lex_state = 98},
+  [134] = {.lex_state = 94},
+  [135] = {.lex_state = 94},
+  [136] = {.lex_state = 0},
+  [137] = {.lex_state = 0},
+  [138] = {.lex_state = 0},
+  [139] = {.lex_state = 93},
+  [140] = {.lex_state = 0},
+  [141] = {.lex_state = 0},
+  [142] = {.lex_state = 93},
+  [143] = {.lex_state = 0},
+  [144] = {.lex_state = 0},
+  [145] = {.lex_state = 0},
+  [146] = {.lex_state = 94},
+  [147] = {.lex_state = 0},
+  [148] = {.lex_state = 93},
+  [149] = {.lex_state = 94},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -2502,6 +2710,9 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_consumers] = ACTIONS(1),
     [anon_sym_COMMA] = ACTIONS(1),
     [anon_sym_consumer] = ACTIONS(1),
+    [anon_sym_table] = ACTIONS(1),
+    [anon_sym_LPAREN] = ACTIONS(1),
+    [anon_sym_RPAREN] = ACTIONS(1),
     [anon_sym_set] = ACTIONS(1),
     [anon_sym_include] = ACTIONS(1),
     [anon_sym_fragment] = ACTIONS(1),
@@ -2537,25 +2748,26 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__error_sentinel] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(122),
-    [sym__top_level_statement] = STATE(50),
-    [sym__separator] = STATE(3),
-    [sym__statement] = STATE(50),
-    [sym_scenario] = STATE(50),
-    [sym_workload] = STATE(50),
-    [sym_consumers] = STATE(50),
-    [sym_consumer_declaration] = STATE(50),
-    [sym_setting] = STATE(50),
-    [sym_include] = STATE(50),
-    [sym_fragment] = STATE(50),
-    [sym_use] = STATE(50),
-    [sym_phase] = STATE(50),
-    [sym_window] = STATE(50),
-    [sym_drain] = STATE(50),
-    [sym_expectation] = STATE(50),
-    [sym_assertion] = STATE(50),
-    [sym_action] = STATE(50),
-    [aux_sym_source_file_repeat1] = STATE(3),
+    [sym_source_file] = STATE(144),
+    [sym__top_level_statement] = STATE(98),
+    [sym__separator] = STATE(2),
+    [sym__statement] = STATE(98),
+    [sym_scenario] = STATE(98),
+    [sym_workload] = STATE(98),
+    [sym_consumers] = STATE(98),
+    [sym_consumer_declaration] = STATE(98),
+    [sym_table_declaration] = STATE(98),
+    [sym_setting] = STATE(98),
+    [sym_include] = STATE(98),
+    [sym_fragment] = STATE(98),
+    [sym_use] = STATE(98),
+    [sym_phase] = STATE(98),
+    [sym_window] = STATE(98),
+    [sym_drain] = STATE(98),
+    [sym_expectation] = STATE(98),
+    [sym_assertion] = STATE(98),
+    [sym_action] = STATE(98),
+    [aux_sym_source_file_repeat1] = STATE(2),
     [ts_builtin_sym_end] = ACTIONS(5),
     [anon_sym_SEMI] = ACTIONS(7),
     [sym__newline] = ACTIONS(7),
@@ -2563,81 +2775,24 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_workload] = ACTIONS(11),
     [anon_sym_consumers] = ACTIONS(13),
     [anon_sym_consumer] = ACTIONS(15),
-    [anon_sym_set] = ACTIONS(17),
-    [anon_sym_include] = ACTIONS(19),
-    [anon_sym_fragment] = ACTIONS(21),
-    [anon_sym_use] = ACTIONS(23),
-    [anon_sym_under] = ACTIONS(25),
-    [anon_sym_quiet] = ACTIONS(27),
-    [anon_sym_between] = ACTIONS(29),
-    [anon_sym_drain] = ACTIONS(31),
-    [anon_sym_expect] = ACTIONS(33),
-    [anon_sym_assert] = ACTIONS(35),
-    [sym_identifier] = ACTIONS(37),
+    [anon_sym_table] = ACTIONS(17),
+    [anon_sym_set] = ACTIONS(19),
+    [anon_sym_include] = ACTIONS(21),
+    [anon_sym_fragment] = ACTIONS(23),
+    [anon_sym_use] = ACTIONS(25),
+    [anon_sym_under] = ACTIONS(27),
+    [anon_sym_quiet] = ACTIONS(29),
+    [anon_sym_between] = ACTIONS(31),
+    [anon_sym_drain] = ACTIONS(33),
+    [anon_sym_expect] = ACTIONS(35),
+    [anon_sym_assert] = ACTIONS(37),
+    [sym_identifier] = ACTIONS(39),
     [sym_comment] = ACTIONS(3),
   },
 };
 
 static const uint16_t ts_small_parse_table[] = {
-  [0] = 20,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(39), 1,
-      ts_builtin_sym_end,
-    ACTIONS(44), 1,
-      anon_sym_scenario,
-    ACTIONS(47), 1,
-      anon_sym_workload,
-    ACTIONS(50), 1,
-      anon_sym_consumers,
-    ACTIONS(53), 1,
-      anon_sym_consumer,
-    ACTIONS(56), 1,
-      anon_sym_set,
-    ACTIONS(59), 1,
-      anon_sym_include,
-    ACTIONS(62), 1,
-      anon_sym_fragment,
-    ACTIONS(65), 1,
-      anon_sym_use,
-    ACTIONS(68), 1,
-      anon_sym_under,
-    ACTIONS(71), 1,
-      anon_sym_quiet,
-    ACTIONS(74), 1,
-      anon_sym_between,
-    ACTIONS(77), 1,
-      anon_sym_drain,
-    ACTIONS(80), 1,
-      anon_sym_expect,
-    ACTIONS(83), 1,
-      anon_sym_assert,
-    ACTIONS(86), 1,
-      sym_identifier,
-    ACTIONS(41), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(2), 2,
-      sym__separator,
-      aux_sym_source_file_repeat1,
-    STATE(97), 16,
-      sym__top_level_statement,
-      sym__statement,
-      sym_scenario,
-      sym_workload,
-      sym_consumers,
-      sym_consumer_declaration,
-      sym_setting,
-      sym_include,
-      sym_fragment,
-      sym_use,
-      sym_phase,
-      sym_window,
-      sym_drain,
-      sym_expectation,
-      sym_assertion,
-      sym_action,
-  [78] = 20,
+  [0] = 21,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
@@ -2649,42 +2804,45 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(15), 1,
       anon_sym_consumer,
     ACTIONS(17), 1,
-      anon_sym_set,
+      anon_sym_table,
     ACTIONS(19), 1,
-      anon_sym_include,
+      anon_sym_set,
     ACTIONS(21), 1,
-      anon_sym_fragment,
+      anon_sym_include,
     ACTIONS(23), 1,
-      anon_sym_use,
+      anon_sym_fragment,
     ACTIONS(25), 1,
-      anon_sym_under,
+      anon_sym_use,
     ACTIONS(27), 1,
-      anon_sym_quiet,
+      anon_sym_under,
     ACTIONS(29), 1,
-      anon_sym_between,
+      anon_sym_quiet,
     ACTIONS(31), 1,
-      anon_sym_drain,
+      anon_sym_between,
     ACTIONS(33), 1,
-      anon_sym_expect,
+      anon_sym_drain,
     ACTIONS(35), 1,
-      anon_sym_assert,
+      anon_sym_expect,
     ACTIONS(37), 1,
+      anon_sym_assert,
+    ACTIONS(39), 1,
       sym_identifier,
-    ACTIONS(89), 1,
+    ACTIONS(41), 1,
       ts_builtin_sym_end,
-    ACTIONS(91), 2,
+    ACTIONS(43), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(2), 2,
+    STATE(3), 2,
       sym__separator,
       aux_sym_source_file_repeat1,
-    STATE(92), 16,
+    STATE(88), 17,
       sym__top_level_statement,
       sym__statement,
       sym_scenario,
       sym_workload,
       sym_consumers,
       sym_consumer_declaration,
+      sym_table_declaration,
       sym_setting,
       sym_include,
       sym_fragment,
@@ -2695,7 +2853,68 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [156] = 19,
+  [82] = 21,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(45), 1,
+      ts_builtin_sym_end,
+    ACTIONS(50), 1,
+      anon_sym_scenario,
+    ACTIONS(53), 1,
+      anon_sym_workload,
+    ACTIONS(56), 1,
+      anon_sym_consumers,
+    ACTIONS(59), 1,
+      anon_sym_consumer,
+    ACTIONS(62), 1,
+      anon_sym_table,
+    ACTIONS(65), 1,
+      anon_sym_set,
+    ACTIONS(68), 1,
+      anon_sym_include,
+    ACTIONS(71), 1,
+      anon_sym_fragment,
+    ACTIONS(74), 1,
+      anon_sym_use,
+    ACTIONS(77), 1,
+      anon_sym_under,
+    ACTIONS(80), 1,
+      anon_sym_quiet,
+    ACTIONS(83), 1,
+      anon_sym_between,
+    ACTIONS(86), 1,
+      anon_sym_drain,
+    ACTIONS(89), 1,
+      anon_sym_expect,
+    ACTIONS(92), 1,
+      anon_sym_assert,
+    ACTIONS(95), 1,
+      sym_identifier,
+    ACTIONS(47), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(3), 2,
+      sym__separator,
+      aux_sym_source_file_repeat1,
+    STATE(115), 17,
+      sym__top_level_statement,
+      sym__statement,
+      sym_scenario,
+      sym_workload,
+      sym_consumers,
+      sym_consumer_declaration,
+      sym_table_declaration,
+      sym_setting,
+      sym_include,
+      sym_fragment,
+      sym_use,
+      sym_phase,
+      sym_window,
+      sym_drain,
+      sym_expectation,
+      sym_assertion,
+      sym_action,
+  [164] = 19,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
@@ -2704,37 +2923,91 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_workload,
     ACTIONS(13), 1,
       anon_sym_consumers,
-    ACTIONS(17), 1,
-      anon_sym_set,
     ACTIONS(19), 1,
-      anon_sym_include,
+      anon_sym_set,
     ACTIONS(21), 1,
-      anon_sym_fragment,
+      anon_sym_include,
     ACTIONS(23), 1,
-      anon_sym_use,
+      anon_sym_fragment,
     ACTIONS(25), 1,
-      anon_sym_under,
+      anon_sym_use,
     ACTIONS(27), 1,
-      anon_sym_quiet,
+      anon_sym_under,
     ACTIONS(29), 1,
-      anon_sym_between,
+      anon_sym_quiet,
     ACTIONS(31), 1,
-      anon_sym_drain,
+      anon_sym_between,
     ACTIONS(33), 1,
-      anon_sym_expect,
+      anon_sym_drain,
     ACTIONS(35), 1,
-      anon_sym_assert,
+      anon_sym_expect,
     ACTIONS(37), 1,
+      anon_sym_assert,
+    ACTIONS(39), 1,
       sym_identifier,
-    ACTIONS(95), 1,
+    ACTIONS(100), 1,
       anon_sym_GT,
-    ACTIONS(93), 2,
+    ACTIONS(98), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(5), 2,
+      sym__separator,
+      aux_sym_block_repeat1,
+    STATE(57), 14,
+      sym__statement,
+      sym_scenario,
+      sym_workload,
+      sym_consumers,
+      sym_setting,
+      sym_include,
+      sym_fragment,
+      sym_use,
+      sym_phase,
+      sym_window,
+      sym_drain,
+      sym_expectation,
+      sym_assertion,
+      sym_action,
+  [237] = 19,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_scenario,
+    ACTIONS(11), 1,
+      anon_sym_workload,
+    ACTIONS(13), 1,
+      anon_sym_consumers,
+    ACTIONS(19), 1,
+      anon_sym_set,
+    ACTIONS(21), 1,
+      anon_sym_include,
+    ACTIONS(23), 1,
+      anon_sym_fragment,
+    ACTIONS(25), 1,
+      anon_sym_use,
+    ACTIONS(27), 1,
+      anon_sym_under,
+    ACTIONS(29), 1,
+      anon_sym_quiet,
+    ACTIONS(31), 1,
+      anon_sym_between,
+    ACTIONS(33), 1,
+      anon_sym_drain,
+    ACTIONS(35), 1,
+      anon_sym_expect,
+    ACTIONS(37), 1,
+      anon_sym_assert,
+    ACTIONS(39), 1,
+      sym_identifier,
+    ACTIONS(104), 1,
+      anon_sym_GT,
+    ACTIONS(102), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(6), 2,
       sym__separator,
       aux_sym_block_repeat1,
-    STATE(49), 14,
+    STATE(85), 14,
       sym__statement,
       sym_scenario,
       sym_workload,
@@ -2749,100 +3022,46 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [229] = 19,
+  [310] = 19,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(100), 1,
+    ACTIONS(109), 1,
       anon_sym_GT,
-    ACTIONS(102), 1,
-      anon_sym_scenario,
-    ACTIONS(105), 1,
-      anon_sym_workload,
-    ACTIONS(108), 1,
-      anon_sym_consumers,
     ACTIONS(111), 1,
-      anon_sym_set,
-    ACTIONS(114), 1,
-      anon_sym_include,
-    ACTIONS(117), 1,
-      anon_sym_fragment,
-    ACTIONS(120), 1,
-      anon_sym_use,
-    ACTIONS(123), 1,
-      anon_sym_under,
-    ACTIONS(126), 1,
-      anon_sym_quiet,
-    ACTIONS(129), 1,
-      anon_sym_between,
-    ACTIONS(132), 1,
-      anon_sym_drain,
-    ACTIONS(135), 1,
-      anon_sym_expect,
-    ACTIONS(138), 1,
-      anon_sym_assert,
-    ACTIONS(141), 1,
-      sym_identifier,
-    ACTIONS(97), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(5), 2,
-      sym__separator,
-      aux_sym_block_repeat1,
-    STATE(96), 14,
-      sym__statement,
-      sym_scenario,
-      sym_workload,
-      sym_consumers,
-      sym_setting,
-      sym_include,
-      sym_fragment,
-      sym_use,
-      sym_phase,
-      sym_window,
-      sym_drain,
-      sym_expectation,
-      sym_assertion,
-      sym_action,
-  [302] = 19,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(9), 1,
       anon_sym_scenario,
-    ACTIONS(11), 1,
+    ACTIONS(114), 1,
       anon_sym_workload,
-    ACTIONS(13), 1,
+    ACTIONS(117), 1,
       anon_sym_consumers,
-    ACTIONS(17), 1,
+    ACTIONS(120), 1,
       anon_sym_set,
-    ACTIONS(19), 1,
+    ACTIONS(123), 1,
       anon_sym_include,
-    ACTIONS(21), 1,
+    ACTIONS(126), 1,
       anon_sym_fragment,
-    ACTIONS(23), 1,
+    ACTIONS(129), 1,
       anon_sym_use,
-    ACTIONS(25), 1,
+    ACTIONS(132), 1,
       anon_sym_under,
-    ACTIONS(27), 1,
+    ACTIONS(135), 1,
       anon_sym_quiet,
-    ACTIONS(29), 1,
+    ACTIONS(138), 1,
       anon_sym_between,
-    ACTIONS(31), 1,
+    ACTIONS(141), 1,
       anon_sym_drain,
-    ACTIONS(33), 1,
+    ACTIONS(144), 1,
       anon_sym_expect,
-    ACTIONS(35), 1,
+    ACTIONS(147), 1,
       anon_sym_assert,
-    ACTIONS(37), 1,
+    ACTIONS(150), 1,
       sym_identifier,
-    ACTIONS(146), 1,
-      anon_sym_GT,
-    ACTIONS(144), 2,
+    ACTIONS(106), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(5), 2,
+    STATE(6), 2,
       sym__separator,
       aux_sym_block_repeat1,
-    STATE(77), 14,
+    STATE(110), 14,
       sym__statement,
       sym_scenario,
       sym_workload,
@@ -2857,76 +3076,19 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expectation,
       sym_assertion,
       sym_action,
-  [375] = 9,
+  [383] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(154), 1,
-      sym_number,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    STATE(19), 1,
-      sym_duration,
-    STATE(91), 1,
-      sym_block,
-    ACTIONS(152), 2,
-      anon_sym_COMMA,
-      sym_identifier,
-    ACTIONS(148), 4,
+    ACTIONS(45), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-      anon_sym_GT,
-    STATE(8), 7,
-      sym__argument,
-      sym__value,
-      sym_jitter,
-      sym_percent,
-      sym_rate,
-      sym_string,
-      aux_sym_workload_repeat1,
-  [413] = 9,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(154), 1,
-      sym_number,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    STATE(19), 1,
-      sym_duration,
-    STATE(63), 1,
-      sym_block,
-    ACTIONS(160), 2,
-      anon_sym_COMMA,
-      sym_identifier,
-    ACTIONS(158), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-    STATE(11), 7,
-      sym__argument,
-      sym__value,
-      sym_jitter,
-      sym_percent,
-      sym_rate,
-      sym_string,
-      aux_sym_workload_repeat1,
-  [451] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(39), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(162), 15,
+    ACTIONS(153), 16,
       anon_sym_scenario,
       anon_sym_workload,
       anon_sym_consumers,
       anon_sym_consumer,
+      anon_sym_table,
       anon_sym_set,
       anon_sym_include,
       anon_sym_fragment,
@@ -2938,14 +3100,72 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_expect,
       anon_sym_assert,
       sym_identifier,
-  [477] = 3,
+  [410] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(100), 3,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(161), 1,
+      sym_number,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    STATE(24), 1,
+      sym_duration,
+    STATE(86), 1,
+      sym_block,
+    ACTIONS(159), 2,
+      anon_sym_COMMA,
+      sym_identifier,
+    ACTIONS(155), 4,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    ACTIONS(164), 14,
+    STATE(9), 7,
+      sym__argument,
+      sym__value,
+      sym_jitter,
+      sym_percent,
+      sym_rate,
+      sym_string,
+      aux_sym_workload_repeat1,
+  [448] = 9,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(161), 1,
+      sym_number,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    STATE(24), 1,
+      sym_duration,
+    STATE(69), 1,
+      sym_block,
+    ACTIONS(167), 2,
+      anon_sym_COMMA,
+      sym_identifier,
+    ACTIONS(165), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+    STATE(11), 7,
+      sym__argument,
+      sym__value,
+      sym_jitter,
+      sym_percent,
+      sym_rate,
+      sym_string,
+      aux_sym_workload_repeat1,
+  [486] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(109), 3,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+    ACTIONS(169), 14,
       anon_sym_scenario,
       anon_sym_workload,
       anon_sym_consumers,
@@ -2960,19 +3180,19 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_expect,
       anon_sym_assert,
       sym_identifier,
-  [502] = 7,
+  [511] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(171), 1,
+    ACTIONS(176), 1,
       sym_number,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(168), 2,
+    ACTIONS(173), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(166), 5,
+    ACTIONS(171), 5,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -2986,19 +3206,44 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [535] = 7,
+  [544] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(154), 1,
+    ACTIONS(161), 1,
       sym_number,
-    ACTIONS(156), 1,
+    ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(179), 2,
+    ACTIONS(167), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(177), 4,
+    ACTIONS(182), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+    STATE(11), 7,
+      sym__argument,
+      sym__value,
+      sym_jitter,
+      sym_percent,
+      sym_rate,
+      sym_string,
+      aux_sym_workload_repeat1,
+  [576] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(161), 1,
+      sym_number,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    STATE(24), 1,
+      sym_duration,
+    ACTIONS(186), 2,
+      anon_sym_COMMA,
+      sym_identifier,
+    ACTIONS(184), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3011,19 +3256,19 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [567] = 7,
+  [608] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(154), 1,
+    ACTIONS(161), 1,
       sym_number,
-    ACTIONS(156), 1,
+    ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(160), 2,
+    ACTIONS(167), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(181), 4,
+    ACTIONS(188), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3036,19 +3281,19 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [599] = 7,
+  [640] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(154), 1,
+    ACTIONS(161), 1,
       sym_number,
-    ACTIONS(156), 1,
+    ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(160), 2,
+    ACTIONS(167), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(183), 4,
+    ACTIONS(190), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3061,61 +3306,56 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [631] = 7,
+  [672] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(154), 1,
+    ACTIONS(161), 1,
       sym_number,
-    ACTIONS(156), 1,
+    ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(160), 2,
+    ACTIONS(192), 2,
       anon_sym_COMMA,
       sym_identifier,
-    ACTIONS(185), 4,
+    STATE(12), 7,
+      sym__argument,
+      sym__value,
+      sym_jitter,
+      sym_percent,
+      sym_rate,
+      sym_string,
+      aux_sym_workload_repeat1,
+  [698] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(196), 1,
+      anon_sym_PERCENT,
+    ACTIONS(198), 1,
+      anon_sym_SLASH,
+    ACTIONS(200), 1,
+      sym_unit,
+    ACTIONS(202), 1,
+      sym_identifier,
+    ACTIONS(194), 8,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
+      anon_sym_LT,
       anon_sym_GT,
-    STATE(11), 7,
-      sym__argument,
-      sym__value,
-      sym_jitter,
-      sym_percent,
-      sym_rate,
-      sym_string,
-      aux_sym_workload_repeat1,
-  [663] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(154), 1,
-      sym_number,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    STATE(19), 1,
-      sym_duration,
-    ACTIONS(187), 2,
       anon_sym_COMMA,
-      sym_identifier,
-    STATE(13), 7,
-      sym__argument,
-      sym__value,
-      sym_jitter,
-      sym_percent,
-      sym_rate,
-      sym_string,
-      aux_sym_workload_repeat1,
-  [689] = 6,
+      sym_number,
+      anon_sym_DQUOTE,
+  [724] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(154), 1,
+    ACTIONS(161), 1,
       sym_number,
-    ACTIONS(156), 1,
+    ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(19), 1,
+    STATE(24), 1,
       sym_duration,
-    ACTIONS(189), 2,
+    ACTIONS(204), 2,
       anon_sym_COMMA,
       sym_identifier,
     STATE(15), 7,
@@ -3126,150 +3366,190 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [715] = 6,
+  [750] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(193), 1,
-      anon_sym_PERCENT,
-    ACTIONS(195), 1,
-      anon_sym_SLASH,
-    ACTIONS(197), 1,
-      sym_unit,
-    ACTIONS(199), 1,
-      sym_identifier,
-    ACTIONS(191), 8,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      sym_number,
-      anon_sym_DQUOTE,
-  [741] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(201), 1,
-      aux_sym_jitter_token1,
-    ACTIONS(191), 9,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [759] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(203), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [775] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(205), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [791] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(207), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [807] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(209), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [823] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(211), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      aux_sym_jitter_token1,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [839] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(26), 1,
+    STATE(29), 1,
       sym_comparison_operator,
-    STATE(74), 1,
+    STATE(82), 1,
       sym_expected,
-    ACTIONS(213), 2,
+    ACTIONS(206), 2,
       anon_sym_LT,
       anon_sym_GT,
-    ACTIONS(215), 2,
+    ACTIONS(208), 2,
       anon_sym_empty,
       anon_sym_true,
-    ACTIONS(217), 4,
+    ACTIONS(210), 4,
       anon_sym_EQ,
       anon_sym_BANG_EQ,
       anon_sym_LT_EQ,
       anon_sym_GT_EQ,
-  [863] = 6,
+  [774] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(219), 1,
+    ACTIONS(212), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      aux_sym_jitter_token1,
       sym_number,
-    ACTIONS(221), 1,
+      anon_sym_DQUOTE,
       sym_identifier,
-    STATE(98), 1,
+  [790] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(216), 1,
+      anon_sym_GT,
+    ACTIONS(218), 1,
+      anon_sym_LPAREN,
+    ACTIONS(220), 1,
+      sym_identifier,
+    STATE(72), 1,
+      sym_table_line,
+    ACTIONS(214), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(28), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(37), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [818] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(222), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [834] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(224), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [850] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(226), 1,
+      aux_sym_jitter_token1,
+    ACTIONS(194), 9,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [868] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(228), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [884] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(230), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [900] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(235), 1,
+      anon_sym_GT,
+    ACTIONS(237), 1,
+      anon_sym_LPAREN,
+    ACTIONS(240), 1,
+      sym_identifier,
+    STATE(113), 1,
+      sym_table_line,
+    ACTIONS(232), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(27), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(37), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [928] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(218), 1,
+      anon_sym_LPAREN,
+    ACTIONS(220), 1,
+      sym_identifier,
+    ACTIONS(245), 1,
+      anon_sym_GT,
+    STATE(105), 1,
+      sym_table_line,
+    ACTIONS(243), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(27), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(37), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [956] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(247), 1,
+      sym_number,
+    ACTIONS(249), 1,
+      sym_identifier,
+    STATE(106), 1,
       sym_duration,
-    STATE(100), 5,
+    STATE(121), 5,
       sym__value,
       sym_jitter,
       sym_percent,
       sym_rate,
       sym_string,
-  [886] = 2,
+  [979] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(223), 9,
+    ACTIONS(251), 9,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3279,10 +3559,26 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [901] = 2,
+  [994] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(211), 8,
+    ACTIONS(255), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(257), 1,
+      sym_identifier,
+    ACTIONS(259), 1,
+      sym_template,
+    STATE(33), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(253), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [1016] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(212), 8,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3291,981 +3587,1182 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_and,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
       aux_sym_jitter_token1,
-  [915] = 6,
+  [1030] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(227), 1,
+    ACTIONS(263), 1,
       anon_sym_DQUOTE,
-    ACTIONS(230), 1,
+    ACTIONS(266), 1,
       sym_identifier,
-    ACTIONS(233), 1,
-      sym_template,
-    STATE(29), 2,
-      sym_string,
-      aux_sym_consumer_declaration_repeat1,
-    ACTIONS(225), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [937] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(238), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(240), 1,
-      sym_identifier,
-    ACTIONS(242), 1,
-      sym_template,
-    STATE(29), 2,
-      sym_string,
-      aux_sym_consumer_declaration_repeat1,
-    ACTIONS(236), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [959] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(238), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(246), 1,
-      sym_identifier,
-    ACTIONS(248), 1,
-      sym_template,
-    STATE(30), 2,
-      sym_string,
-      aux_sym_consumer_declaration_repeat1,
-    ACTIONS(244), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [981] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(252), 1,
-      sym_identifier,
-    ACTIONS(250), 7,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_DQUOTE,
-      sym_template,
-  [997] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(256), 1,
-      aux_sym_jitter_token1,
-    ACTIONS(254), 6,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_and,
-  [1012] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(223), 7,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_and,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1025] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(260), 1,
-      anon_sym_COMMA,
-    STATE(35), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(258), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1041] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(265), 1,
-      anon_sym_COMMA,
-    STATE(35), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(263), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1057] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(265), 1,
-      anon_sym_COMMA,
-    STATE(36), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(267), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1073] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
     ACTIONS(269), 1,
-      sym_identifier,
-    ACTIONS(203), 5,
+      sym_template,
+    STATE(33), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(261), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-      anon_sym_DQUOTE,
-      sym_template,
-  [1087] = 3,
+  [1052] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(255), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(274), 1,
       sym_identifier,
-    ACTIONS(207), 5,
+    ACTIONS(276), 1,
+      sym_template,
+    STATE(31), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(272), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-      anon_sym_DQUOTE,
-      sym_template,
-  [1101] = 2,
+  [1074] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(258), 5,
+    ACTIONS(280), 1,
+      sym_identifier,
+    ACTIONS(278), 7,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1090] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(251), 7,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_and,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1103] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(218), 1,
+      anon_sym_LPAREN,
+    ACTIONS(284), 1,
+      sym_identifier,
+    STATE(38), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+    ACTIONS(282), 3,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1122] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(288), 1,
+      anon_sym_LPAREN,
+    ACTIONS(291), 1,
+      sym_identifier,
+    STATE(38), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+    ACTIONS(286), 3,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1141] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(296), 1,
+      aux_sym_jitter_token1,
+    ACTIONS(294), 6,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_and,
+  [1156] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(300), 1,
+      anon_sym_COMMA,
+    STATE(40), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(298), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-      anon_sym_COMMA,
-  [1112] = 5,
-    ACTIONS(273), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(275), 1,
-      sym__string_content,
-    ACTIONS(281), 1,
-      sym_comment,
-    STATE(41), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(278), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1129] = 5,
-    ACTIONS(281), 1,
-      sym_comment,
-    ACTIONS(283), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(285), 1,
-      sym__string_content,
-    STATE(43), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(287), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1146] = 5,
-    ACTIONS(281), 1,
-      sym_comment,
-    ACTIONS(289), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(291), 1,
-      sym__string_content,
-    STATE(41), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(293), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1163] = 5,
-    ACTIONS(281), 1,
-      sym_comment,
-    ACTIONS(295), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(297), 1,
-      sym__string_content,
-    STATE(46), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(299), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1180] = 5,
+  [1172] = 4,
     ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(193), 1,
-      anon_sym_PERCENT,
-    ACTIONS(195), 1,
-      anon_sym_SLASH,
-    ACTIONS(301), 1,
-      sym_unit,
-    ACTIONS(191), 2,
-      sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1197] = 5,
-    ACTIONS(281), 1,
-      sym_comment,
-    ACTIONS(291), 1,
-      sym__string_content,
-    ACTIONS(303), 1,
-      anon_sym_DQUOTE2,
-    STATE(41), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(293), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1214] = 5,
-    ACTIONS(281), 1,
       sym_comment,
     ACTIONS(305), 1,
+      anon_sym_COMMA,
+    STATE(42), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(303), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1188] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(305), 1,
+      anon_sym_COMMA,
+    STATE(40), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(307), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1204] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(309), 1,
+      sym_identifier,
+    ACTIONS(230), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1218] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(311), 1,
+      sym_identifier,
+    ACTIONS(224), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1232] = 5,
+    ACTIONS(313), 1,
       anon_sym_DQUOTE2,
-    ACTIONS(307), 1,
+    ACTIONS(315), 1,
+      sym__string_content,
+    ACTIONS(321), 1,
+      sym_comment,
+    STATE(45), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(318), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1249] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(323), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(325), 1,
       sym__string_content,
     STATE(48), 1,
       aux_sym_string_repeat1,
-    ACTIONS(309), 2,
+    ACTIONS(327), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1231] = 5,
-    ACTIONS(281), 1,
-      sym_comment,
-    ACTIONS(291), 1,
-      sym__string_content,
-    ACTIONS(311), 1,
-      anon_sym_DQUOTE2,
-    STATE(41), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(293), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1248] = 4,
+  [1266] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(146), 1,
+    ACTIONS(298), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      anon_sym_COMMA,
+  [1277] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(329), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(331), 1,
+      sym__string_content,
+    STATE(45), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(333), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1294] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(335), 5,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1305] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(235), 5,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1316] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(337), 5,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1327] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(339), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(341), 1,
+      sym__string_content,
+    STATE(54), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(343), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1344] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(196), 1,
+      anon_sym_PERCENT,
+    ACTIONS(198), 1,
+      anon_sym_SLASH,
+    ACTIONS(345), 1,
+      sym_unit,
+    ACTIONS(194), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [1361] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(331), 1,
+      sym__string_content,
+    ACTIONS(347), 1,
+      anon_sym_DQUOTE2,
+    STATE(45), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(333), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1378] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(349), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(351), 1,
+      sym__string_content,
+    STATE(56), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(353), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1395] = 5,
+    ACTIONS(321), 1,
+      sym_comment,
+    ACTIONS(331), 1,
+      sym__string_content,
+    ACTIONS(355), 1,
+      anon_sym_DQUOTE2,
+    STATE(45), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(333), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1412] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(104), 1,
       anon_sym_GT,
     STATE(10), 1,
       sym__separator,
-    ACTIONS(313), 2,
+    ACTIONS(357), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1262] = 4,
+  [1426] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(89), 1,
-      ts_builtin_sym_end,
-    STATE(9), 1,
-      sym__separator,
-    ACTIONS(315), 2,
-      anon_sym_SEMI,
-      sym__newline,
-  [1276] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(317), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1286] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(319), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1296] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
+    ACTIONS(157), 1,
       anon_sym_LT,
-    ACTIONS(321), 1,
+    ACTIONS(359), 1,
       sym__newline,
-    STATE(69), 1,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(76), 1,
       sym_block,
-    STATE(70), 1,
-      aux_sym_fragment_repeat1,
-  [1312] = 2,
+  [1442] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(323), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1322] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
+    ACTIONS(157), 1,
       anon_sym_LT,
-    ACTIONS(325), 1,
+    ACTIONS(361), 1,
       sym__newline,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-    STATE(71), 1,
+    STATE(77), 1,
       sym_block,
-  [1338] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(33), 1,
-      sym_duration,
-    STATE(73), 2,
-      sym__duration,
-      sym_jitter,
-  [1352] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(329), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1362] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(331), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1372] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(333), 1,
-      sym__newline,
-    STATE(51), 1,
-      sym_block,
-    STATE(93), 1,
-      aux_sym_fragment_repeat1,
-  [1388] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(335), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1398] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(337), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1408] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(33), 1,
-      sym_duration,
-    STATE(53), 2,
-      sym__duration,
-      sym_jitter,
-  [1422] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(339), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1432] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(341), 1,
-      sym__newline,
-    STATE(54), 1,
-      sym_block,
-    STATE(55), 1,
-      aux_sym_fragment_repeat1,
-  [1448] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(33), 1,
-      sym_duration,
-    STATE(64), 2,
-      sym__duration,
-      sym_jitter,
-  [1462] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(33), 1,
-      sym_duration,
-    STATE(57), 2,
-      sym__duration,
-      sym_jitter,
-  [1476] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(343), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1486] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(345), 1,
-      sym__newline,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-    ACTIONS(348), 2,
-      anon_sym_LT,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1500] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(350), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1510] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(325), 1,
-      sym__newline,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
     STATE(78), 1,
-      sym_block,
-  [1526] = 2,
+      aux_sym_table_declaration_repeat1,
+  [1458] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(352), 4,
+    ACTIONS(363), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1536] = 4,
+  [1468] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(33), 1,
-      sym_duration,
-    STATE(110), 2,
-      sym__duration,
-      sym_jitter,
-  [1550] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
+    ACTIONS(157), 1,
       anon_sym_LT,
-    ACTIONS(354), 1,
+    ACTIONS(359), 1,
       sym__newline,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
     STATE(79), 1,
       sym_block,
-    STATE(80), 1,
-      aux_sym_fragment_repeat1,
-  [1566] = 5,
+  [1484] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(356), 1,
-      sym__newline,
-    ACTIONS(358), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    STATE(81), 1,
-      sym_sql_block,
-    STATE(82), 1,
-      aux_sym_fragment_repeat1,
-  [1582] = 4,
+    ACTIONS(365), 1,
+      sym_number,
+    STATE(39), 1,
+      sym_duration,
+    STATE(81), 2,
+      sym__duration,
+      sym_jitter,
+  [1498] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(360), 1,
-      sym_identifier,
-    STATE(52), 2,
-      sym__name,
-      sym_string,
-  [1596] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(362), 4,
+    ACTIONS(367), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1606] = 4,
+  [1508] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(364), 1,
-      anon_sym_GT,
-    STATE(10), 1,
-      sym__separator,
-    ACTIONS(313), 2,
-      anon_sym_SEMI,
+    ACTIONS(369), 1,
       sym__newline,
-  [1620] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(366), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1630] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(368), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1640] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(150), 1,
+    ACTIONS(371), 1,
       anon_sym_LT,
-    ACTIONS(325), 1,
+    STATE(104), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(119), 1,
+      sym_table_body,
+  [1524] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(373), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-    STATE(84), 1,
+      anon_sym_GT,
+  [1534] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(375), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1544] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(377), 1,
+      sym__newline,
+    STATE(58), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(87), 1,
       sym_block,
-  [1656] = 2,
+  [1560] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(370), 4,
+    ACTIONS(379), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1666] = 5,
+  [1570] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(325), 1,
+    ACTIONS(381), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
       sym__newline,
-    ACTIONS(358), 1,
+      anon_sym_GT,
+  [1580] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(365), 1,
+      sym_number,
+    STATE(39), 1,
+      sym_duration,
+    STATE(59), 2,
+      sym__duration,
+      sym_jitter,
+  [1594] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(383), 1,
+      sym__newline,
+    STATE(60), 1,
+      sym_block,
+    STATE(61), 1,
+      aux_sym_table_declaration_repeat1,
+  [1610] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(245), 1,
+      anon_sym_GT,
+    STATE(50), 1,
+      sym__separator,
+    ACTIONS(385), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1624] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(365), 1,
+      sym_number,
+    STATE(39), 1,
+      sym_duration,
+    STATE(63), 2,
+      sym__duration,
+      sym_jitter,
+  [1638] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(365), 1,
+      sym_number,
+    STATE(39), 1,
+      sym_duration,
+    STATE(71), 2,
+      sym__duration,
+      sym_jitter,
+  [1652] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(387), 1,
+      sym__newline,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    ACTIONS(390), 2,
+      anon_sym_LT,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-    STATE(86), 1,
-      sym_sql_block,
-  [1682] = 2,
+  [1666] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(372), 4,
+    ACTIONS(392), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1692] = 2,
+  [1676] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(374), 4,
+    ACTIONS(394), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
+  [1686] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(359), 1,
+      sym__newline,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(89), 1,
+      sym_block,
   [1702] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(376), 4,
+    ACTIONS(396), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1712] = 2,
+  [1712] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(378), 4,
+    ACTIONS(365), 1,
+      sym_number,
+    STATE(39), 1,
+      sym_duration,
+    STATE(141), 2,
+      sym__duration,
+      sym_jitter,
+  [1726] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(398), 1,
+      sym__newline,
+    STATE(90), 1,
+      sym_block,
+    STATE(91), 1,
+      aux_sym_table_declaration_repeat1,
+  [1742] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(400), 1,
+      sym__newline,
+    ACTIONS(402), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    STATE(92), 1,
+      sym_sql_block,
+    STATE(93), 1,
+      aux_sym_table_declaration_repeat1,
+  [1758] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1722] = 2,
+  [1768] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(380), 4,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(406), 1,
+      sym_identifier,
+    STATE(103), 2,
+      sym__name,
+      sym_string,
+  [1782] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(408), 1,
+      anon_sym_GT,
+    STATE(10), 1,
+      sym__separator,
+    ACTIONS(357), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1796] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(410), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1732] = 2,
+  [1806] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(382), 4,
+    ACTIONS(412), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1742] = 2,
+  [1816] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(384), 4,
+    ACTIONS(414), 1,
+      ts_builtin_sym_end,
+    STATE(7), 1,
+      sym__separator,
+    ACTIONS(416), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1830] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(418), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1752] = 2,
+  [1840] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(250), 4,
+    ACTIONS(420), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1850] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      anon_sym_LT,
+    ACTIONS(359), 1,
+      sym__newline,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(95), 1,
+      sym_block,
+  [1866] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(422), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1876] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(359), 1,
+      sym__newline,
+    ACTIONS(402), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(97), 1,
+      sym_sql_block,
+  [1892] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(424), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1902] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(426), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1912] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(428), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1922] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(430), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1932] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(41), 1,
+      ts_builtin_sym_end,
+    STATE(7), 1,
+      sym__separator,
+    ACTIONS(416), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [1946] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(432), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1956] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(434), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1966] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(436), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1976] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(278), 4,
       anon_sym_COMMA,
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [1762] = 2,
+  [1986] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(386), 4,
+    ACTIONS(438), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1772] = 4,
+  [1996] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(388), 1,
-      ts_builtin_sym_end,
-    STATE(9), 1,
+    ACTIONS(359), 1,
+      sym__newline,
+    ACTIONS(371), 1,
+      anon_sym_LT,
+    STATE(75), 1,
+      aux_sym_table_declaration_repeat1,
+    STATE(116), 1,
+      sym_table_body,
+  [2012] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(440), 1,
+      anon_sym_GT,
+    STATE(50), 1,
       sym__separator,
-    ACTIONS(315), 2,
+    ACTIONS(385), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1786] = 5,
+  [2026] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(150), 1,
-      anon_sym_LT,
-    ACTIONS(325), 1,
+    ACTIONS(296), 1,
+      aux_sym_jitter_token1,
+    ACTIONS(194), 2,
       sym__newline,
-    STATE(67), 1,
-      sym_block,
-    STATE(68), 1,
-      aux_sym_fragment_repeat1,
-  [1802] = 2,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [2037] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(390), 3,
+    ACTIONS(442), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2046] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(444), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    ACTIONS(446), 1,
+      sym_fence_language,
+    ACTIONS(448), 1,
+      sym_sql,
+  [2059] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(450), 3,
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [1811] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(392), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    ACTIONS(394), 1,
-      sym_fence_language,
-    ACTIONS(396), 1,
-      sym_sql,
-  [1824] = 3,
+  [2068] = 3,
     ACTIONS(3), 1,
       sym_comment,
     STATE(10), 1,
       sym__separator,
-    ACTIONS(313), 2,
+    ACTIONS(357), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1835] = 3,
+  [2079] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(9), 1,
+    ACTIONS(452), 1,
+      anon_sym_COMMA,
+    ACTIONS(454), 1,
+      anon_sym_RPAREN,
+    STATE(114), 1,
+      aux_sym_table_arguments_repeat1,
+  [2092] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(456), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2101] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(50), 1,
       sym__separator,
-    ACTIONS(315), 2,
+    ACTIONS(385), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1846] = 3,
+  [2112] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(256), 1,
-      aux_sym_jitter_token1,
-    ACTIONS(191), 2,
+    ACTIONS(458), 1,
+      anon_sym_COMMA,
+    ACTIONS(461), 1,
+      anon_sym_RPAREN,
+    STATE(114), 1,
+      aux_sym_table_arguments_repeat1,
+  [2125] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(7), 1,
+      sym__separator,
+    ACTIONS(416), 2,
+      anon_sym_SEMI,
       sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1857] = 2,
+  [2136] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(398), 2,
+    ACTIONS(463), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
       sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1865] = 2,
+  [2145] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(400), 2,
+    ACTIONS(452), 1,
+      anon_sym_COMMA,
+    ACTIONS(465), 1,
+      anon_sym_RPAREN,
+    STATE(111), 1,
+      aux_sym_table_arguments_repeat1,
+  [2158] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(467), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
       sym__newline,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1873] = 3,
+  [2167] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(156), 1,
-      anon_sym_DQUOTE,
-    STATE(58), 1,
-      sym_string,
-  [1883] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(402), 1,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-    ACTIONS(404), 1,
-      sym_sql,
-  [1893] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      sym_number,
-    STATE(34), 1,
-      sym_duration,
-  [1903] = 3,
+    ACTIONS(469), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2176] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(406), 1,
-      anon_sym_DQUOTE,
-    STATE(116), 1,
-      sym_string,
-  [1913] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(360), 1,
       sym_identifier,
-    STATE(59), 1,
+    STATE(68), 1,
       sym__name,
-  [1923] = 3,
+  [2186] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(360), 1,
-      sym_identifier,
-    STATE(61), 1,
-      sym__name,
-  [1933] = 3,
+    ACTIONS(471), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [2194] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(360), 1,
-      sym_identifier,
-    STATE(31), 1,
-      sym__name,
-  [1943] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(408), 1,
+    ACTIONS(365), 1,
       sym_number,
-    STATE(27), 1,
+    STATE(36), 1,
       sym_duration,
-  [1953] = 3,
+  [2204] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(410), 1,
+    ACTIONS(473), 2,
+      sym__newline,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+  [2212] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(475), 1,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+    ACTIONS(477), 1,
+      sym_sql,
+  [2222] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(461), 2,
+      anon_sym_COMMA,
+      anon_sym_RPAREN,
+  [2230] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(406), 1,
       sym_identifier,
-    STATE(17), 1,
+    STATE(67), 1,
       sym__name,
-  [1963] = 2,
+  [2240] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(412), 1,
-      anon_sym_and,
-  [1970] = 2,
+    ACTIONS(479), 2,
+      sym_number,
+      sym_identifier,
+  [2248] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(414), 1,
+    ACTIONS(406), 1,
+      sym_identifier,
+    STATE(64), 1,
+      sym__name,
+  [2258] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(481), 1,
+      sym_identifier,
+    STATE(18), 1,
+      sym__name,
+  [2268] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(483), 1,
+      anon_sym_DQUOTE,
+    STATE(138), 1,
+      sym_string,
+  [2278] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(406), 1,
+      sym_identifier,
+    STATE(34), 1,
+      sym__name,
+  [2288] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(485), 1,
+      sym_number,
+    STATE(30), 1,
+      sym_duration,
+  [2298] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(163), 1,
+      anon_sym_DQUOTE,
+    STATE(65), 1,
+      sym_string,
+  [2308] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(487), 2,
+      sym_number,
+      sym_identifier,
+  [2316] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      sym_identifier,
+  [2323] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(491), 1,
       anon_sym_within,
-  [1977] = 2,
+  [2330] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(416), 1,
+    ACTIONS(493), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1984] = 2,
+  [2337] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(418), 1,
-      anon_sym_load,
-  [1991] = 2,
+    ACTIONS(495), 1,
+      anon_sym_expect,
+  [2344] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(420), 1,
+    ACTIONS(345), 1,
       sym_unit,
-  [1998] = 2,
+  [2351] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(422), 1,
+    ACTIONS(497), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2005] = 2,
+  [2358] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(424), 1,
-      anon_sym_expect,
-  [2012] = 2,
+    ACTIONS(499), 1,
+      anon_sym_and,
+  [2365] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(207), 1,
-      anon_sym_expect,
-  [2019] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(203), 1,
-      anon_sym_expect,
-  [2026] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(301), 1,
+    ACTIONS(501), 1,
       sym_unit,
-  [2033] = 2,
+  [2372] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(197), 1,
-      sym_unit,
-  [2040] = 2,
+    ACTIONS(230), 1,
+      anon_sym_expect,
+  [2379] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(426), 1,
-      sym_identifier,
-  [2047] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(428), 1,
+    ACTIONS(503), 1,
       ts_builtin_sym_end,
-  [2054] = 2,
+  [2386] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(430), 1,
+    ACTIONS(224), 1,
+      anon_sym_expect,
+  [2393] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(505), 1,
       sym_identifier,
-  [2061] = 2,
+  [2400] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(432), 1,
+    ACTIONS(507), 1,
+      anon_sym_load,
+  [2407] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(200), 1,
+      sym_unit,
+  [2414] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(509), 1,
       sym_identifier,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(2)] = 0,
-  [SMALL_STATE(3)] = 78,
-  [SMALL_STATE(4)] = 156,
-  [SMALL_STATE(5)] = 229,
-  [SMALL_STATE(6)] = 302,
-  [SMALL_STATE(7)] = 375,
-  [SMALL_STATE(8)] = 413,
-  [SMALL_STATE(9)] = 451,
-  [SMALL_STATE(10)] = 477,
-  [SMALL_STATE(11)] = 502,
-  [SMALL_STATE(12)] = 535,
-  [SMALL_STATE(13)] = 567,
-  [SMALL_STATE(14)] = 599,
-  [SMALL_STATE(15)] = 631,
-  [SMALL_STATE(16)] = 663,
-  [SMALL_STATE(17)] = 689,
-  [SMALL_STATE(18)] = 715,
-  [SMALL_STATE(19)] = 741,
-  [SMALL_STATE(20)] = 759,
-  [SMALL_STATE(21)] = 775,
-  [SMALL_STATE(22)] = 791,
-  [SMALL_STATE(23)] = 807,
-  [SMALL_STATE(24)] = 823,
-  [SMALL_STATE(25)] = 839,
-  [SMALL_STATE(26)] = 863,
-  [SMALL_STATE(27)] = 886,
-  [SMALL_STATE(28)] = 901,
-  [SMALL_STATE(29)] = 915,
-  [SMALL_STATE(30)] = 937,
-  [SMALL_STATE(31)] = 959,
-  [SMALL_STATE(32)] = 981,
-  [SMALL_STATE(33)] = 997,
-  [SMALL_STATE(34)] = 1012,
-  [SMALL_STATE(35)] = 1025,
-  [SMALL_STATE(36)] = 1041,
-  [SMALL_STATE(37)] = 1057,
-  [SMALL_STATE(38)] = 1073,
-  [SMALL_STATE(39)] = 1087,
-  [SMALL_STATE(40)] = 1101,
-  [SMALL_STATE(41)] = 1112,
-  [SMALL_STATE(42)] = 1129,
-  [SMALL_STATE(43)] = 1146,
-  [SMALL_STATE(44)] = 1163,
-  [SMALL_STATE(45)] = 1180,
-  [SMALL_STATE(46)] = 1197,
-  [SMALL_STATE(47)] = 1214,
-  [SMALL_STATE(48)] = 1231,
-  [SMALL_STATE(49)] = 1248,
-  [SMALL_STATE(50)] = 1262,
-  [SMALL_STATE(51)] = 1276,
-  [SMALL_STATE(52)] = 1286,
-  [SMALL_STATE(53)] = 1296,
-  [SMALL_STATE(54)] = 1312,
-  [SMALL_STATE(55)] = 1322,
-  [SMALL_STATE(56)] = 1338,
-  [SMALL_STATE(57)] = 1352,
-  [SMALL_STATE(58)] = 1362,
-  [SMALL_STATE(59)] = 1372,
-  [SMALL_STATE(60)] = 1388,
-  [SMALL_STATE(61)] = 1398,
-  [SMALL_STATE(62)] = 1408,
-  [SMALL_STATE(63)] = 1422,
-  [SMALL_STATE(64)] = 1432,
-  [SMALL_STATE(65)] = 1448,
-  [SMALL_STATE(66)] = 1462,
-  [SMALL_STATE(67)] = 1476,
-  [SMALL_STATE(68)] = 1486,
-  [SMALL_STATE(69)] = 1500,
-  [SMALL_STATE(70)] = 1510,
-  [SMALL_STATE(71)] = 1526,
-  [SMALL_STATE(72)] = 1536,
-  [SMALL_STATE(73)] = 1550,
-  [SMALL_STATE(74)] = 1566,
-  [SMALL_STATE(75)] = 1582,
-  [SMALL_STATE(76)] = 1596,
-  [SMALL_STATE(77)] = 1606,
-  [SMALL_STATE(78)] = 1620,
-  [SMALL_STATE(79)] = 1630,
-  [SMALL_STATE(80)] = 1640,
-  [SMALL_STATE(81)] = 1656,
-  [SMALL_STATE(82)] = 1666,
-  [SMALL_STATE(83)] = 1682,
-  [SMALL_STATE(84)] = 1692,
-  [SMALL_STATE(85)] = 1702,
-  [SMALL_STATE(86)] = 1712,
-  [SMALL_STATE(87)] = 1722,
-  [SMALL_STATE(88)] = 1732,
-  [SMALL_STATE(89)] = 1742,
-  [SMALL_STATE(90)] = 1752,
-  [SMALL_STATE(91)] = 1762,
-  [SMALL_STATE(92)] = 1772,
-  [SMALL_STATE(93)] = 1786,
-  [SMALL_STATE(94)] = 1802,
-  [SMALL_STATE(95)] = 1811,
-  [SMALL_STATE(96)] = 1824,
-  [SMALL_STATE(97)] = 1835,
-  [SMALL_STATE(98)] = 1846,
-  [SMALL_STATE(99)] = 1857,
-  [SMALL_STATE(100)] = 1865,
-  [SMALL_STATE(101)] = 1873,
-  [SMALL_STATE(102)] = 1883,
-  [SMALL_STATE(103)] = 1893,
-  [SMALL_STATE(104)] = 1903,
-  [SMALL_STATE(105)] = 1913,
-  [SMALL_STATE(106)] = 1923,
-  [SMALL_STATE(107)] = 1933,
-  [SMALL_STATE(108)] = 1943,
-  [SMALL_STATE(109)] = 1953,
-  [SMALL_STATE(110)] = 1963,
-  [SMALL_STATE(111)] = 1970,
-  [SMALL_STATE(112)] = 1977,
-  [SMALL_STATE(113)] = 1984,
-  [SMALL_STATE(114)] = 1991,
-  [SMALL_STATE(115)] = 1998,
-  [SMALL_STATE(116)] = 2005,
-  [SMALL_STATE(117)] = 2012,
-  [SMALL_STATE(118)] = 2019,
-  [SMALL_STATE(119)] = 2026,
-  [SMALL_STATE(120)] = 2033,
-  [SMALL_STATE(121)] = 2040,
-  [SMALL_STATE(122)] = 2047,
-  [SMALL_STATE(123)] = 2054,
-  [SMALL_STATE(124)] = 2061,
+  [SMALL_STATE(3)] = 82,
+  [SMALL_STATE(4)] = 164,
+  [SMALL_STATE(5)] = 237,
+  [SMALL_STATE(6)] = 310,
+  [SMALL_STATE(7)] = 383,
+  [SMALL_STATE(8)] = 410,
+  [SMALL_STATE(9)] = 448,
+  [SMALL_STATE(10)] = 486,
+  [SMALL_STATE(11)] = 511,
+  [SMALL_STATE(12)] = 544,
+  [SMALL_STATE(13)] = 576,
+  [SMALL_STATE(14)] = 608,
+  [SMALL_STATE(15)] = 640,
+  [SMALL_STATE(16)] = 672,
+  [SMALL_STATE(17)] = 698,
+  [SMALL_STATE(18)] = 724,
+  [SMALL_STATE(19)] = 750,
+  [SMALL_STATE(20)] = 774,
+  [SMALL_STATE(21)] = 790,
+  [SMALL_STATE(22)] = 818,
+  [SMALL_STATE(23)] = 834,
+  [SMALL_STATE(24)] = 850,
+  [SMALL_STATE(25)] = 868,
+  [SMALL_STATE(26)] = 884,
+  [SMALL_STATE(27)] = 900,
+  [SMALL_STATE(28)] = 928,
+  [SMALL_STATE(29)] = 956,
+  [SMALL_STATE(30)] = 979,
+  [SMALL_STATE(31)] = 994,
+  [SMALL_STATE(32)] = 1016,
+  [SMALL_STATE(33)] = 1030,
+  [SMALL_STATE(34)] = 1052,
+  [SMALL_STATE(35)] = 1074,
+  [SMALL_STATE(36)] = 1090,
+  [SMALL_STATE(37)] = 1103,
+  [SMALL_STATE(38)] = 1122,
+  [SMALL_STATE(39)] = 1141,
+  [SMALL_STATE(40)] = 1156,
+  [SMALL_STATE(41)] = 1172,
+  [SMALL_STATE(42)] = 1188,
+  [SMALL_STATE(43)] = 1204,
+  [SMALL_STATE(44)] = 1218,
+  [SMALL_STATE(45)] = 1232,
+  [SMALL_STATE(46)] = 1249,
+  [SMALL_STATE(47)] = 1266,
+  [SMALL_STATE(48)] = 1277,
+  [SMALL_STATE(49)] = 1294,
+  [SMALL_STATE(50)] = 1305,
+  [SMALL_STATE(51)] = 1316,
+  [SMALL_STATE(52)] = 1327,
+  [SMALL_STATE(53)] = 1344,
+  [SMALL_STATE(54)] = 1361,
+  [SMALL_STATE(55)] = 1378,
+  [SMALL_STATE(56)] = 1395,
+  [SMALL_STATE(57)] = 1412,
+  [SMALL_STATE(58)] = 1426,
+  [SMALL_STATE(59)] = 1442,
+  [SMALL_STATE(60)] = 1458,
+  [SMALL_STATE(61)] = 1468,
+  [SMALL_STATE(62)] = 1484,
+  [SMALL_STATE(63)] = 1498,
+  [SMALL_STATE(64)] = 1508,
+  [SMALL_STATE(65)] = 1524,
+  [SMALL_STATE(66)] = 1534,
+  [SMALL_STATE(67)] = 1544,
+  [SMALL_STATE(68)] = 1560,
+  [SMALL_STATE(69)] = 1570,
+  [SMALL_STATE(70)] = 1580,
+  [SMALL_STATE(71)] = 1594,
+  [SMALL_STATE(72)] = 1610,
+  [SMALL_STATE(73)] = 1624,
+  [SMALL_STATE(74)] = 1638,
+  [SMALL_STATE(75)] = 1652,
+  [SMALL_STATE(76)] = 1666,
+  [SMALL_STATE(77)] = 1676,
+  [SMALL_STATE(78)] = 1686,
+  [SMALL_STATE(79)] = 1702,
+  [SMALL_STATE(80)] = 1712,
+  [SMALL_STATE(81)] = 1726,
+  [SMALL_STATE(82)] = 1742,
+  [SMALL_STATE(83)] = 1758,
+  [SMALL_STATE(84)] = 1768,
+  [SMALL_STATE(85)] = 1782,
+  [SMALL_STATE(86)] = 1796,
+  [SMALL_STATE(87)] = 1806,
+  [SMALL_STATE(88)] = 1816,
+  [SMALL_STATE(89)] = 1830,
+  [SMALL_STATE(90)] = 1840,
+  [SMALL_STATE(91)] = 1850,
+  [SMALL_STATE(92)] = 1866,
+  [SMALL_STATE(93)] = 1876,
+  [SMALL_STATE(94)] = 1892,
+  [SMALL_STATE(95)] = 1902,
+  [SMALL_STATE(96)] = 1912,
+  [SMALL_STATE(97)] = 1922,
+  [SMALL_STATE(98)] = 1932,
+  [SMALL_STATE(99)] = 1946,
+  [SMALL_STATE(100)] = 1956,
+  [SMALL_STATE(101)] = 1966,
+  [SMALL_STATE(102)] = 1976,
+  [SMALL_STATE(103)] = 1986,
+  [SMALL_STATE(104)] = 1996,
+  [SMALL_STATE(105)] = 2012,
+  [SMALL_STATE(106)] = 2026,
+  [SMALL_STATE(107)] = 2037,
+  [SMALL_STATE(108)] = 2046,
+  [SMALL_STATE(109)] = 2059,
+  [SMALL_STATE(110)] = 2068,
+  [SMALL_STATE(111)] = 2079,
+  [SMALL_STATE(112)] = 2092,
+  [SMALL_STATE(113)] = 2101,
+  [SMALL_STATE(114)] = 2112,
+  [SMALL_STATE(115)] = 2125,
+  [SMALL_STATE(116)] = 2136,
+  [SMALL_STATE(117)] = 2145,
+  [SMALL_STATE(118)] = 2158,
+  [SMALL_STATE(119)] = 2167,
+  [SMALL_STATE(120)] = 2176,
+  [SMALL_STATE(121)] = 2186,
+  [SMALL_STATE(122)] = 2194,
+  [SMALL_STATE(123)] = 2204,
+  [SMALL_STATE(124)] = 2212,
+  [SMALL_STATE(125)] = 2222,
+  [SMALL_STATE(126)] = 2230,
+  [SMALL_STATE(127)] = 2240,
+  [SMALL_STATE(128)] = 2248,
+  [SMALL_STATE(129)] = 2258,
+  [SMALL_STATE(130)] = 2268,
+  [SMALL_STATE(131)] = 2278,
+  [SMALL_STATE(132)] = 2288,
+  [SMALL_STATE(133)] = 2298,
+  [SMALL_STATE(134)] = 2308,
+  [SMALL_STATE(135)] = 2316,
+  [SMALL_STATE(136)] = 2323,
+  [SMALL_STATE(137)] = 2330,
+  [SMALL_STATE(138)] = 2337,
+  [SMALL_STATE(139)] = 2344,
+  [SMALL_STATE(140)] = 2351,
+  [SMALL_STATE(141)] = 2358,
+  [SMALL_STATE(142)] = 2365,
+  [SMALL_STATE(143)] = 2372,
+  [SMALL_STATE(144)] = 2379,
+  [SMALL_STATE(145)] = 2386,
+  [SMALL_STATE(146)] = 2393,
+  [SMALL_STATE(147)] = 2400,
+  [SMALL_STATE(148)] = 2407,
+  [SMALL_STATE(149)] = 2414,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -4273,199 +4770,234 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
   [5] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 0, 0, 0),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(75),
-  [11] = {.entry = {.count = 1, .reusable = false}}, SHIFT(123),
-  [13] = {.entry = {.count = 1, .reusable = false}}, SHIFT(121),
-  [15] = {.entry = {.count = 1, .reusable = false}}, SHIFT(107),
-  [17] = {.entry = {.count = 1, .reusable = false}}, SHIFT(109),
-  [19] = {.entry = {.count = 1, .reusable = false}}, SHIFT(101),
-  [21] = {.entry = {.count = 1, .reusable = false}}, SHIFT(105),
-  [23] = {.entry = {.count = 1, .reusable = false}}, SHIFT(106),
-  [25] = {.entry = {.count = 1, .reusable = false}}, SHIFT(113),
-  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(65),
-  [29] = {.entry = {.count = 1, .reusable = false}}, SHIFT(72),
-  [31] = {.entry = {.count = 1, .reusable = false}}, SHIFT(111),
-  [33] = {.entry = {.count = 1, .reusable = false}}, SHIFT(16),
-  [35] = {.entry = {.count = 1, .reusable = false}}, SHIFT(104),
-  [37] = {.entry = {.count = 1, .reusable = false}}, SHIFT(7),
-  [39] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [41] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(2),
-  [44] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
-  [47] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(123),
-  [50] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(121),
-  [53] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(107),
-  [56] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(109),
-  [59] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(101),
-  [62] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(105),
-  [65] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(106),
-  [68] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(113),
-  [71] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(65),
-  [74] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
-  [77] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(111),
-  [80] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
-  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(104),
-  [86] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [89] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [91] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [93] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
-  [95] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
-  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(5),
-  [100] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
-  [102] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
-  [105] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(123),
-  [108] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(121),
-  [111] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(109),
-  [114] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(101),
-  [117] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(105),
-  [120] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(106),
-  [123] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(113),
-  [126] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(65),
-  [129] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
-  [132] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(111),
-  [135] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
-  [138] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(104),
-  [141] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [144] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
-  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(76),
-  [148] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 1, 0, 1),
-  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
-  [152] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [154] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [156] = {.entry = {.count = 1, .reusable = true}}, SHIFT(42),
-  [158] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 1),
-  [160] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [162] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [164] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
-  [166] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
-  [168] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
-  [171] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(18),
-  [174] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(42),
-  [177] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 2, 0, 3),
-  [179] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
-  [181] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expectation, 2, 0, 0),
-  [183] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
-  [185] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 6),
-  [187] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
-  [189] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
-  [191] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__value, 1, 0, 0),
-  [193] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
-  [195] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
-  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [199] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__value, 1, 0, 0),
-  [201] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
-  [203] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
-  [205] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
-  [207] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
-  [209] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
-  [211] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
-  [213] = {.entry = {.count = 1, .reusable = false}}, SHIFT(94),
-  [215] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
-  [217] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
-  [219] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [221] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
-  [223] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_jitter, 3, 0, 16),
-  [225] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0),
-  [227] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
-  [230] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(29),
-  [233] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(29),
-  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 3, 0, 3),
-  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
-  [240] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
-  [242] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
-  [244] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 2, 0, 3),
-  [246] = {.entry = {.count = 1, .reusable = false}}, SHIFT(30),
-  [248] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
-  [250] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
-  [252] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__name, 1, 0, 2),
-  [254] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__duration, 1, 0, 0),
-  [256] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
-  [258] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
-  [260] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(124),
-  [263] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
-  [265] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
-  [267] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
-  [269] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 2, 0, 0),
-  [271] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 3, 0, 0),
-  [273] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
-  [275] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
-  [278] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
-  [281] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
-  [283] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
-  [285] = {.entry = {.count = 1, .reusable = false}}, SHIFT(43),
-  [287] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
-  [289] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
-  [291] = {.entry = {.count = 1, .reusable = false}}, SHIFT(41),
-  [293] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
-  [295] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
-  [297] = {.entry = {.count = 1, .reusable = false}}, SHIFT(46),
-  [299] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
-  [301] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [303] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
-  [305] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
-  [307] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
-  [309] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
-  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(39),
-  [313] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [317] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 3, 0, 7),
-  [319] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_scenario, 2, 0, 3),
-  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
-  [323] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 3, 0, 9),
-  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
-  [327] = {.entry = {.count = 1, .reusable = true}}, SHIFT(119),
-  [329] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_drain, 3, 0, 10),
-  [331] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_include, 2, 0, 4),
-  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
-  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
-  [337] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use, 2, 0, 3),
-  [339] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 3, 0, 12),
-  [341] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [343] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 4, 0, 13),
-  [345] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0), SHIFT_REPEAT(68),
-  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_fragment_repeat1, 2, 0, 0),
-  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 14),
-  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 15),
-  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
-  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(82),
-  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
-  [360] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 3, 0, 0),
-  [364] = {.entry = {.count = 1, .reusable = true}}, SHIFT(83),
-  [366] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 5, 0, 18),
-  [368] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 5, 0, 19),
-  [370] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 5, 0, 20),
-  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 4, 0, 0),
-  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 6, 0, 22),
-  [376] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 2, 0, 0),
-  [378] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 6, 0, 23),
-  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 24),
-  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 25),
-  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 4, 0, 26),
-  [386] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 5),
-  [388] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_comparison_operator, 1, 0, 0),
-  [392] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
-  [394] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [396] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
-  [398] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 1, 0, 0),
-  [400] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 2, 0, 21),
-  [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
-  [404] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
-  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
-  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
-  [410] = {.entry = {.count = 1, .reusable = true}}, SHIFT(90),
-  [412] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [414] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
-  [416] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [418] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
-  [420] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [422] = {.entry = {.count = 1, .reusable = true}}, SHIFT(89),
-  [424] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
-  [426] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [428] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [430] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [432] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
+  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(84),
+  [11] = {.entry = {.count = 1, .reusable = false}}, SHIFT(135),
+  [13] = {.entry = {.count = 1, .reusable = false}}, SHIFT(146),
+  [15] = {.entry = {.count = 1, .reusable = false}}, SHIFT(131),
+  [17] = {.entry = {.count = 1, .reusable = false}}, SHIFT(128),
+  [19] = {.entry = {.count = 1, .reusable = false}}, SHIFT(129),
+  [21] = {.entry = {.count = 1, .reusable = false}}, SHIFT(133),
+  [23] = {.entry = {.count = 1, .reusable = false}}, SHIFT(126),
+  [25] = {.entry = {.count = 1, .reusable = false}}, SHIFT(120),
+  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(147),
+  [29] = {.entry = {.count = 1, .reusable = false}}, SHIFT(74),
+  [31] = {.entry = {.count = 1, .reusable = false}}, SHIFT(80),
+  [33] = {.entry = {.count = 1, .reusable = false}}, SHIFT(136),
+  [35] = {.entry = {.count = 1, .reusable = false}}, SHIFT(16),
+  [37] = {.entry = {.count = 1, .reusable = false}}, SHIFT(130),
+  [39] = {.entry = {.count = 1, .reusable = false}}, SHIFT(8),
+  [41] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [45] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [47] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(3),
+  [50] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(84),
+  [53] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(135),
+  [56] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(146),
+  [59] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(131),
+  [62] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(128),
+  [65] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(129),
+  [68] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(133),
+  [71] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(126),
+  [74] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(120),
+  [77] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(147),
+  [80] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(74),
+  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(80),
+  [86] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(136),
+  [89] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
+  [92] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(130),
+  [95] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(8),
+  [98] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
+  [100] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
+  [102] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
+  [104] = {.entry = {.count = 1, .reusable = true}}, SHIFT(83),
+  [106] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(6),
+  [109] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
+  [111] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(84),
+  [114] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(135),
+  [117] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(146),
+  [120] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(129),
+  [123] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(133),
+  [126] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(126),
+  [129] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(120),
+  [132] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(147),
+  [135] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(74),
+  [138] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(80),
+  [141] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(136),
+  [144] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
+  [147] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(130),
+  [150] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(8),
+  [153] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [155] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 1, 0, 1),
+  [157] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
+  [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [161] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
+  [163] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [165] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 1),
+  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [169] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
+  [171] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
+  [173] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
+  [176] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(17),
+  [179] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(46),
+  [182] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expectation, 2, 0, 0),
+  [184] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 2, 0, 3),
+  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
+  [190] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 7),
+  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [194] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__value, 1, 0, 0),
+  [196] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [198] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
+  [200] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
+  [202] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__value, 1, 0, 0),
+  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
+  [206] = {.entry = {.count = 1, .reusable = false}}, SHIFT(109),
+  [208] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
+  [210] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
+  [212] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
+  [214] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [216] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
+  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [220] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [222] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
+  [224] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
+  [226] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [228] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
+  [230] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
+  [232] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(27),
+  [235] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0),
+  [237] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
+  [240] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(37),
+  [243] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
+  [245] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
+  [247] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
+  [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(121),
+  [251] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_jitter, 3, 0, 16),
+  [253] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 3, 0, 3),
+  [255] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [257] = {.entry = {.count = 1, .reusable = false}}, SHIFT(33),
+  [259] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
+  [261] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0),
+  [263] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(55),
+  [266] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(33),
+  [269] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(33),
+  [272] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 2, 0, 3),
+  [274] = {.entry = {.count = 1, .reusable = false}}, SHIFT(31),
+  [276] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
+  [278] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
+  [280] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__name, 1, 0, 2),
+  [282] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_line, 1, 0, 0),
+  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [286] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0),
+  [288] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
+  [291] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(38),
+  [294] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__duration, 1, 0, 0),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
+  [298] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
+  [300] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(149),
+  [303] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
+  [305] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
+  [307] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
+  [309] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 2, 0, 0),
+  [311] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 3, 0, 0),
+  [313] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
+  [315] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(45),
+  [318] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(45),
+  [321] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
+  [323] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [325] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
+  [327] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
+  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [331] = {.entry = {.count = 1, .reusable = false}}, SHIFT(45),
+  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
+  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 4, 0, 0),
+  [337] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 3, 0, 0),
+  [339] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
+  [341] = {.entry = {.count = 1, .reusable = false}}, SHIFT(54),
+  [343] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
+  [345] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [347] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
+  [349] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
+  [351] = {.entry = {.count = 1, .reusable = false}}, SHIFT(56),
+  [353] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
+  [355] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
+  [357] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [359] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
+  [361] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
+  [363] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 3, 0, 9),
+  [365] = {.entry = {.count = 1, .reusable = true}}, SHIFT(139),
+  [367] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_drain, 3, 0, 10),
+  [369] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
+  [371] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [373] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_include, 2, 0, 4),
+  [375] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
+  [377] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
+  [379] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use, 2, 0, 3),
+  [381] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 3, 0, 12),
+  [383] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
+  [385] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [387] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
+  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_declaration_repeat1, 2, 0, 0),
+  [392] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 4, 0, 13),
+  [394] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 14),
+  [396] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 4, 0, 15),
+  [398] = {.entry = {.count = 1, .reusable = true}}, SHIFT(91),
+  [400] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
+  [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
+  [404] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 3, 0, 0),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
+  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
+  [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 5),
+  [412] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 3, 0, 6),
+  [414] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [416] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
+  [418] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 5, 0, 18),
+  [420] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 5, 0, 19),
+  [422] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 5, 0, 20),
+  [424] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 4, 0, 0),
+  [426] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_window, 6, 0, 22),
+  [428] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 2, 0, 0),
+  [430] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_assertion, 6, 0, 23),
+  [432] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 24),
+  [434] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 3, 0, 25),
+  [436] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_sql_block, 4, 0, 26),
+  [438] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_scenario, 2, 0, 3),
+  [440] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
+  [442] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_body, 2, 0, 0),
+  [444] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
+  [446] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
+  [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
+  [450] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_comparison_operator, 1, 0, 0),
+  [452] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
+  [454] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
+  [456] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_body, 4, 0, 0),
+  [458] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_arguments_repeat1, 2, 0, 0), SHIFT_REPEAT(127),
+  [461] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_arguments_repeat1, 2, 0, 0),
+  [463] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_declaration, 4, 0, 13),
+  [465] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_body, 3, 0, 0),
+  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_declaration, 3, 0, 6),
+  [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 2, 0, 21),
+  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 1, 0, 0),
+  [475] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
+  [477] = {.entry = {.count = 1, .reusable = true}}, SHIFT(140),
+  [479] = {.entry = {.count = 1, .reusable = true}}, SHIFT(125),
+  [481] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [483] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [485] = {.entry = {.count = 1, .reusable = true}}, SHIFT(148),
+  [487] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
+  [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [491] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
+  [493] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [495] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [497] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
+  [499] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
+  [501] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
+  [503] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [505] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
+  [507] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
+  [509] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
 };
 
 enum ts_external_scanner_symbol_identifiers {

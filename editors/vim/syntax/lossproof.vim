@@ -24,6 +24,7 @@ syntax case match
 syntax iskeyword @,48-57,_,-
 
 " BEGIN GENERATED vocabulary (editors/generate.mjs from editors/vocabulary.json; do not edit)
+syntax match lpKeyword /\v%([A-Za-z0-9_-])@<!table%([A-Za-z0-9_-])@!/
 syntax keyword lpKeyword scenario workload consumers set include fragment use under load quiet drain
 syntax keyword lpKeyword within between and at every times randomly with chance assert expect true
 syntax keyword lpKeyword empty
@@ -33,14 +34,18 @@ syntax match lpTarget /\v%([A-Za-z0-9_-])@<!consumer%([A-Za-z0-9_-])@!/
 syntax keyword lpTarget connect connector broker postgres registry compactor
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
-syntax keyword lpWorkloadParam rate connections customers mix insert update delete cascade
+syntax keyword lpWorkloadParam rate connections customers rows mix insert update delete cascade
 syntax keyword lpSetting consumer_batch autocommit_interval replica_identity compaction_every
 syntax keyword lpSetting partitions
-syntax keyword lpShorthand clean damaged most wrong rows fault fired
-syntax keyword lpFaultWord table widen add column rename to from start slot network jitter for
-syntax keyword lpFaultWord kilobytes per second close junk into topic messages snapshots nightly
+syntax keyword lpShorthand clean damaged most wrong fault fired
+syntax keyword lpFaultWord widen add column rename to from start slot network jitter for kilobytes
+syntax keyword lpFaultWord per second close junk into topic messages snapshots nightly
 syntax keyword lpConsumerClause contained command offsets in group lake reads topics source mirror
 syntax keyword lpConsumerClause contained changelog
+syntax keyword lpTableWord contained primary key foreign references on not null large replica
+syntax keyword lpTableWord contained identity full default
+syntax keyword lpColumnType contained smallint integer bigint numeric double boolean text varchar
+syntax keyword lpColumnType contained uuid timestamptz jsonb precision
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 
@@ -72,6 +77,16 @@ syntax match lpConsumerName /\v%(<consumer\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/ contai
 syntax match lpTemplate /\v%(\s)@<=%([0-9.\/{}]|[A-Za-z_][A-Za-z0-9_-]*[.\/{}])[A-Za-z0-9_.\/{}-]*/ contained contains=lpPlaceholder
 syntax region lpConsumerString start=/"/ skip=/\\./ end=/"\|$/ oneline contained contains=lpEscape,lpPlaceholder
 syntax match lpPlaceholder /\v\{[A-Za-z_][A-Za-z0-9_]*\}/ contained
+
+" table NAME < COLUMN TYPE [primary key] [not null] [large] [references T …] … >
+" Its words (lpTableWord) and types (lpColumnType), both contained, are
+" highlighted in the body only. `table` is a `syntax match`, so this region,
+" defined later, wins where both start.
+syntax region lpTableDecl matchgroup=lpKeyword start=/\v^\s*\zstable%([A-Za-z0-9_-])@!/ matchgroup=lpBlock end=/>/
+      \ contains=lpTableName,lpColumnName,lpTableWord,lpColumnType,lpWorkloadParam,lpNumber,lpComment,lpBlock,lpDelimiter
+syntax match lpTableName /\v%(<table\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/ contained
+" A column's name: the first word of a body line that is not a constraint.
+syntax match lpColumnName /\v^\s*\zs%(%(primary|foreign|replica)%([A-Za-z0-9_-])@!)@![A-Za-z_][A-Za-z0-9_-]*/ contained
 
 " Blocks < ... >, and comparisons after `expect` in an assertion.
 syntax match lpBlock /[<>]/
@@ -111,6 +126,10 @@ highlight default link lpConsumerClause Keyword
 highlight default link lpConsumerString String
 highlight default link lpTemplate String
 highlight default link lpPlaceholder Special
+highlight default link lpTableName Constant
+highlight default link lpColumnName Identifier
+highlight default link lpTableWord Keyword
+highlight default link lpColumnType Type
 highlight default link lpBlock Delimiter
 highlight default link lpDelimiter Delimiter
 highlight default link lpComparison Operator

@@ -108,6 +108,29 @@ call s:Expect(1, 'expect consumer mysink', 7, '^lpTarget$')
 call s:Expect(1, 'consumer_batch', 0, '^lpSetting$')
 call s:Expect(1, '"{run} is', 1, '^lpString$')
 
+" Table declarations (the VS Code test file of their own).
+let s:table_lp = expand('<sfile>:p:h') . '/../../vscode/test/table.lp'
+execute 'edit' fnameescape(s:table_lp)
+call s:Report(&filetype ==# 'lossproof', 'table.lp: filetype is ' . &filetype)
+call s:Expect(1, 'table accounts', 0, '^lpKeyword$')
+call s:Expect(1, 'accounts <', 0, '^lpTableName$')
+call s:Expect(1, 'tenant     text', 0, '^lpColumnName$')
+call s:Expect(1, 'tenant     text', 11, '^lpColumnType$')
+call s:Expect(1, 'numeric(12,2)', 0, '^lpColumnType$')
+call s:Expect(1, 'numeric(12,2)', 8, '^lpNumber$')
+call s:Expect(1, 'not null', 4, '^lpTableWord$')
+call s:Expect(1, '# money', 0, '^lpComment$')
+call s:Expect(1, 'double precision', 7, '^lpColumnType$')
+call s:Expect(1, 'primary key (', 0, '^lpTableWord$')
+call s:Expect(1, 'replica identity full', 17, '^lpTableWord$')
+call s:Expect(1, 'references accounts', 0, '^lpTableWord$')
+call s:Expect(1, 'on delete', 3, '^lpWorkloadParam$')
+" Table words and types mean nothing outside a declaration; `table` in a
+" fault is a keyword of the language.
+call s:Expect(1, 'rows 30', 0, '^lpWorkloadParam$')
+call s:Expect(1, 'alter table', 6, '^lpKeyword$')
+call s:Expect(1, 'widen account_id', 6, '^$')
+
 call add(s:out, printf('vim syntax check: %d failed', s:failures))
 " $LP_VIM_REPORT: a file for the report (writing to /dev/stderr clobbers a
 " redirected log, as Vim opens it anew).

@@ -20,6 +20,7 @@
   "workload"
   "consumers"
   "consumer"
+  "table"
   "set"
   "fragment"
   "use"
@@ -63,6 +64,23 @@
   (string
     (placeholder) @variable.builtin))
 
+; table accounts < account_id bigint primary key … >
+; (its words and column types are in the generated block below)
+(table_declaration
+  name: (name) @type)
+
+(table_body
+  [
+    "<"
+    ">"
+  ] @punctuation.bracket)
+
+(table_arguments
+  [
+    "("
+    ")"
+  ] @punctuation.bracket)
+
 ; Numbers: 3, 30s, 2s±500ms, 30%, 200/s
 (number) @constant.numeric
 
@@ -99,8 +117,8 @@
 ; keywords
 ((identifier) @keyword
   (#any-of? @keyword
-    "scenario" "workload" "consumers" "set" "include" "fragment" "use" "under"
-    "load" "quiet" "drain" "within" "between" "and" "at" "every" "times"
+    "scenario" "workload" "consumers" "table" "set" "include" "fragment" "use"
+    "under" "load" "quiet" "drain" "within" "between" "and" "at" "every" "times"
     "randomly" "with" "chance" "assert" "expect" "true" "empty"))
 
 ; faults
@@ -128,7 +146,8 @@
 ; workload_params
 ((identifier) @variable.other.member
   (#any-of? @variable.other.member
-    "rate" "connections" "customers" "mix" "insert" "update" "delete" "cascade"))
+    "rate" "connections" "customers" "rows" "mix" "insert" "update" "delete"
+    "cascade"))
 
 ; settings
 ((identifier) @variable.other.member
@@ -139,12 +158,12 @@
 ; shorthands
 ((identifier) @keyword.operator
   (#any-of? @keyword.operator
-    "clean" "damaged" "most" "wrong" "rows" "fault" "fired"))
+    "clean" "damaged" "most" "wrong" "fault" "fired"))
 
 ; fault_words
 ((identifier) @keyword.operator
   (#any-of? @keyword.operator
-    "table" "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
+    "widen" "add" "column" "rename" "to" "from" "start" "slot" "network"
     "jitter" "for" "kilobytes" "per" "second" "close" "junk" "into" "topic"
     "messages" "snapshots" "nightly"))
 
@@ -154,6 +173,20 @@
   (#any-of? @keyword
     "command" "offsets" "in" "group" "lake" "reads" "topics" "source" "mirror"
     "changelog"))
+
+; table_words (in table_line only)
+(table_line
+  (identifier) @keyword
+  (#any-of? @keyword
+    "primary" "key" "foreign" "references" "on" "not" "null" "large" "replica"
+    "identity" "full" "default"))
+
+; column_types (in table_line only)
+(table_line
+  (identifier) @type.builtin
+  (#any-of? @type.builtin
+    "smallint" "integer" "bigint" "numeric" "double" "boolean" "text" "varchar"
+    "uuid" "timestamptz" "jsonb" "precision"))
 
 ; units
 ((unit) @constant.numeric.unit
