@@ -419,7 +419,7 @@ fn language_server_session_over_stdio() {
         labels(&complete_at(after_references)),
         ["accounts", "notes"]
     );
-    let whole = "table notes <\n  id bigint primary key\n  n integer\n  body text large\n>\nunder load 30s <\n  alter table notes widen \n>\n";
+    let whole = "table notes <\n  id bigint primary key\n  n integer\n  body text large\n>\nworkload docs \nunder load 30s <\n  alter table notes widen \n>\n";
     let whole_path = err.join("whole-not-on-disk.lp");
     server.open(&uri(&whole_path), whole);
     let after_widen = whole.find("widen ").expect("widen") + "widen ".len();
@@ -428,6 +428,12 @@ fn language_server_session_over_stdio() {
         json!({ "textDocument": { "uri": uri(&whole_path) }, "position": position(whole, after_widen) }),
     );
     assert_eq!(labels(&completion), ["n"]);
+    let after_workload = whole.find("workload docs ").expect("workload") + "workload docs ".len();
+    let completion = server.request(
+        "textDocument/completion",
+        json!({ "textDocument": { "uri": uri(&whole_path) }, "position": position(whole, after_workload) }),
+    );
+    assert_eq!(labels(&completion), ["rate", "connections", "rows", "mix"]);
     let hover = server.request(
         "textDocument/hover",
         json!({ "textDocument": { "uri": uri(&shop_path) }, "position": position(shop, shop.find("large").unwrap() + 1) }),

@@ -500,7 +500,7 @@ impl Words<'_> {
     /// After `workload NAME …`: its parameters, or the operations after `mix`.
     fn workload_params(&self, rest: &[&str]) -> Vec<CompletionItem> {
         match rest.last() {
-            Some(&"rate" | &"connections" | &"customers") => Vec::new(),
+            Some(&"rate" | &"connections" | &"customers" | &"rows") => Vec::new(),
             _ if rest.contains(&"mix") => self
                 .workload
                 .operations
@@ -508,9 +508,17 @@ impl Words<'_> {
                 .filter(|op| !rest.contains(op))
                 .map(|op| item(op, CompletionItemKind::ENUM_MEMBER, "operation", None))
                 .collect(),
-            _ => ["rate", "connections", "customers", "mix"]
-                .map(|p| item(p, CompletionItemKind::PROPERTY, "workload parameter", None))
-                .to_vec(),
+            // A workload of the document's own tables counts its first rows.
+            _ => {
+                let initial = if self.document.declared_tables().is_empty() {
+                    "customers"
+                } else {
+                    "rows"
+                };
+                ["rate", "connections", initial, "mix"]
+                    .map(|p| item(p, CompletionItemKind::PROPERTY, "workload parameter", None))
+                    .to_vec()
+            }
         }
     }
 }
