@@ -166,8 +166,25 @@ enum Command {
     /// one line per consumer and table. Exit 0 clean, 1 damaged, 2 INVALID.
     Reconcile {
         /// The run (its connector, topics and namespaces carry this id).
+        #[arg(long, required_unless_present = "source", conflicts_with = "source")]
+        run: Option<String>,
+        /// Instead of a run: a PostgreSQL of your own to compare with an
+        /// Iceberg table, no stack, no gate (`postgres://USER:PASSWORD@HOST:PORT/DB`;
+        /// never printed). Needs --table, --lake and --lake-table.
+        #[arg(long, requires_all = ["table", "lake", "lake_table"])]
+        source: Option<String>,
+        /// The source table: `name` or `schema.name`.
         #[arg(long)]
-        run: String,
+        table: Option<String>,
+        /// The Iceberg SQL catalog holding the lake table: `sqlite:///PATH/catalog.db`.
+        #[arg(long)]
+        lake: Option<String>,
+        /// The lake table: `namespace.name`.
+        #[arg(long)]
+        lake_table: Option<String>,
+        /// The catalog's warehouse folder [default: the catalog file's folder].
+        #[arg(long)]
+        warehouse: Option<PathBuf>,
         #[command(flatten)]
         stack: StackArgs,
         /// Consumers whose lakes to score.
@@ -556,11 +573,28 @@ fn main() -> ExitCode {
             keep,
         } => run_cli::replay(&record, seed, &state, keep),
         Command::Reconcile {
-            run,
+            source: Some(source),
+            table: Some(table),
+            lake: Some(lake),
+            lake_table: Some(lake_table),
+            warehouse,
+            out,
+            ..
+        } => reconcile_cli::standalone(&reconcile_cli::Standalone {
+            source: &source,
+            table: &table,
+            lake: &lake,
+            lake_table: &lake_table,
+            warehouse: warehouse.as_deref(),
+            out: out.as_deref(),
+        }),
+        Command::Reconcile {
+            run: Some(run),
             stack,
             consumers,
             out,
             wait_s,
+            ..
         } => reconcile_cli::run(&reconcile_cli::Args {
             state: &stack.state,
             profile: stack.profile.as_deref(),
@@ -569,6 +603,9 @@ fn main() -> ExitCode {
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
         }),
+        Command::Reconcile { .. } => {
+            unreachable!("clap requires --run, or --source with --table, --lake and --lake-table")
+        }
         Command::Nightly {
             run,
             stack,

@@ -1,5 +1,7 @@
 //! `lossproof reconcile --run RUN`: gate, then score a run's lakes against
-//! the source on the running local stack.
+//! the source on the running local stack; `lossproof reconcile --source URL
+//! --table T --lake sqlite:///…/catalog.db --lake-table NS.T`: compare a
+//! PostgreSQL table of your own with an Iceberg table, no stack.
 
 use std::path::Path;
 use std::time::Duration;
@@ -70,6 +72,72 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
                 scored.diff.len(),
                 out.display()
             );
+        }
+        Ok(scored.diff.is_empty())
+    })
+}
+
+/// A source table and a lake table of a team's own.
+pub struct Standalone<'a> {
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB`: never printed.
+    pub source: &'a str,
+    pub table: &'a str,
+    /// `sqlite:///PATH/catalog.db`: an Iceberg SQL catalog.
+    pub lake: &'a str,
+    /// `namespace.name`
+    pub lake_table: &'a str,
+    pub warehouse: Option<&'a Path>,
+    pub out: Option<&'a Path>,
+}
+
+/// The consumer name a standalone comparison's counts carry.
+const STANDALONE: &str = "lake";
+
+/// Exit 0 when the lake table holds exactly the source table's rows, 1 when
+/// it does not, an error (exit 2) when either cannot be read. Without the
+/// source's history table every differing row is `wrong` (docs/run.md).
+pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
+    let catalog = args.lake.strip_prefix("sqlite://").map(Path::new).ok_or(
+        "--lake: only Iceberg SQL catalogs on sqlite are supported yet: sqlite:///PATH/catalog.db",
+    )?;
+    if !catalog.is_file() {
+        return Err(format!("--lake: no catalog file {}", catalog.display()).into());
+    }
+    let warehouse = args
+        .warehouse
+        .or_else(|| catalog.parent())
+        .unwrap_or(Path::new("."));
+    let (namespace, name) = args
+        .lake_table
+        .rsplit_once('.')
+        .ok_or("--lake-table is namespace.name")?;
+    let runtime = crate::stack_cli::runtime()?;
+    runtime.block_on(async {
+        // The URL holds the password: errors name the source, never the URL.
+        let (source, connection) = tokio_postgres::connect(args.source, tokio_postgres::NoTls)
+            .await
+            .map_err(|e| format!("cannot connect to the source: {e}"))?;
+        let connection = tokio::spawn(connection);
+        let lake = lossproof_runtime::Lake::open_catalog(catalog, warehouse).await?;
+        let consumer = reconcile::ConsumerLake {
+            consumer: STANDALONE.into(),
+            namespace: namespace.into(),
+            views: std::collections::HashMap::from([(
+                args.table.to_owned(),
+                format!(
+                    "SELECT * FROM {}.{}",
+                    reconcile::source::quote_ident(namespace),
+                    reconcile::source::quote_ident(name)
+                ),
+            )]),
+            changelog: false,
+        };
+        let scored = reconcile::reconcile(&source, &lake, &[args.table], &[consumer]).await;
+        connection.abort();
+        let scored = scored?;
+        print_summary(&scored);
+        if let Some(out) = args.out {
+            write_diff(&scored, out)?;
         }
         Ok(scored.diff.is_empty())
     })

@@ -99,6 +99,7 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(written.as_array().map(Vec::len), Some(6), "{written}");
+    the_standalone_command_finds_the_same_damage(&run, &written);
     a_stopped_connector_is_invalid(&run).await;
     let invalid = lossproof(state, &["reconcile", "--run", &run.id, "--wait-s", "3"]);
     let text = String::from_utf8_lossy(&invalid.stderr);
@@ -109,6 +110,87 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
     );
     assert!(invalid.stdout.is_empty(), "an INVALID run prints no counts");
     run.finish().await;
+}
+
+/// `lossproof reconcile --source URL --table T --lake sqlite:///… --lake-table NS.T`:
+/// no run, no stack state, the same tables as the run's reconcile, the same
+/// damage key for key and kind for kind; exit 1 on it, 0 on a clean table.
+fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_json::Value) {
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/{DATABASE}",
+        run.ports.source_postgres
+    );
+    let lossproof_runtime::profile::LakeLocation::Sql { catalog_db, .. } =
+        Lake::location_in(&run.state)
+    else {
+        panic!("the local stack's lake is a SQL catalog");
+    };
+    let catalog = format!("sqlite://{}", catalog_db.display());
+    let namespace = run.namespace();
+    let mut found = Vec::new();
+    for table in ["customers", "orders", "order_items"] {
+        let out = run.state.join(format!("standalone-{table}.json"));
+        let lake_table = format!("{namespace}.{table}");
+        let args = [
+            "reconcile",
+            "--source",
+            &url,
+            "--table",
+            table,
+            "--lake",
+            &catalog,
+            "--lake-table",
+            &lake_table,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let output = crate::support::lossproof(&args.map(std::ffi::OsStr::new));
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !text.contains(&url),
+            "the source's URL is never printed: {text}"
+        );
+        let diff: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let rows = diff.as_array().unwrap();
+        let expected = i32::from(!rows.is_empty());
+        assert_eq!(output.status.code(), Some(expected), "{table}: {text}");
+        assert!(text.contains(&format!("lake       {table}")), "{text}");
+        found.extend(
+            rows.iter()
+                .map(|r| (r["table"].clone(), r["key"].clone(), r["kind"].clone())),
+        );
+    }
+    let mut expected: Vec<_> = by_run
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["table"].clone(), r["key"].clone(), r["kind"].clone()))
+        .collect();
+    let order = |v: &mut Vec<(serde_json::Value, serde_json::Value, serde_json::Value)>| {
+        v.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
+    };
+    order(&mut found);
+    order(&mut expected);
+    assert_eq!(found, expected);
+    // A bad catalog is an error (exit 2), not a count.
+    let missing = crate::support::lossproof(
+        &[
+            "reconcile",
+            "--source",
+            &url,
+            "--table",
+            "orders",
+            "--lake",
+            "sqlite:///no/such/catalog.db",
+            "--lake-table",
+            "x.orders",
+        ]
+        .map(std::ffi::OsStr::new),
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no catalog file"));
 }
 
 async fn killed_and_restarted_under_load(state: &Path, ports: Ports) {
