@@ -1,6 +1,7 @@
 //! `lossproof`: counts which faults corrupt a CDC lake, by how much, and
 //! which are harmless.
 
+mod bench_cli;
 mod check;
 mod compact_cli;
 mod consumer_cli;
@@ -176,15 +177,20 @@ enum Command {
         /// The source table: `name` or `schema.name`.
         #[arg(long)]
         table: Option<String>,
-        /// The Iceberg SQL catalog holding the lake table: `sqlite:///PATH/catalog.db`.
+        /// The Iceberg catalog holding the lake table: `sqlite:///PATH/catalog.db`
+        /// (a SQL catalog) or `glue://REGION[?endpoint=URL]` (AWS Glue; an
+        /// endpoint of its own means an emulator such as moto, with its
+        /// fixed keys; without one, credentials come from the usual AWS
+        /// environment and are never printed).
         #[arg(long)]
         lake: Option<String>,
         /// The lake table: `namespace.name`.
         #[arg(long)]
         lake_table: Option<String>,
-        /// The catalog's warehouse folder [default: the catalog file's folder].
+        /// The catalog's warehouse: a folder for a SQL catalog [default: the
+        /// catalog file's folder]; `s3://BUCKET/PREFIX` for Glue (required).
         #[arg(long)]
-        warehouse: Option<PathBuf>,
+        warehouse: Option<String>,
         #[command(flatten)]
         stack: StackArgs,
         /// Consumers whose lakes to score.
@@ -196,6 +202,11 @@ enum Command {
         /// How long the gate waits for the stream and consumers to drain.
         #[arg(long, default_value_t = 60)]
         wait_s: u64,
+    },
+    /// Benchmarks that print figures (never pass or fail on speed).
+    Bench {
+        #[command(subcommand)]
+        what: BenchKind,
     },
     /// Remove what run RUN left on the stack (its seeds' connectors, slots,
     /// publications, databases, topics, schemas, consumer groups and lake
@@ -376,6 +387,36 @@ struct StackArgs {
     /// local stack in `--state`.
     #[arg(long)]
     profile: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum BenchKind {
+    /// The reconciler against the raw read cost and reladiff (hashdiff and
+    /// joindiff) on the same rows, 1% of them damaged: seconds, rows/s and
+    /// peak RSS of each (docs/benchmarks.md). Needs a running stack. Exit 1
+    /// if a method did not find exactly the planted differences.
+    Reconcile {
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        /// Source rows (repeat for several sizes).
+        #[arg(long = "rows", default_values_t = [1_000_000])]
+        rows: Vec<u64>,
+        /// Skip the reladiff reference (PyPI, installed on first use into
+        /// ~/.cache/lossproof/venv-reladiff).
+        #[arg(long)]
+        no_reladiff: bool,
+    },
+    /// One method of `bench reconcile` in a process of its own (its peak
+    /// RSS is then its own): run by `bench reconcile`, not by hand.
+    #[command(hide = true)]
+    ReconcileStep {
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
+        #[arg(long)]
+        rows: u64,
+        #[arg(long, value_enum)]
+        step: bench_cli::Step,
+    },
 }
 
 #[derive(Subcommand)]
@@ -603,6 +644,17 @@ fn main() -> ExitCode {
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
         }),
+        Command::Bench {
+            what:
+                BenchKind::Reconcile {
+                    state,
+                    rows,
+                    no_reladiff,
+                },
+        } => bench_cli::reconcile(&state, &rows, !no_reladiff),
+        Command::Bench {
+            what: BenchKind::ReconcileStep { state, rows, step },
+        } => bench_cli::step(&state, rows, step),
         Command::Reconcile { .. } => {
             unreachable!("clap requires --run, or --source with --table, --lake and --lake-table")
         }

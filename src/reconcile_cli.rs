@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::CliResult;
 use lossproof_runtime::ConnectClient;
 use lossproof_runtime::debezium::{self, CaptureNames};
+use lossproof_runtime::profile::{GlueLocation, LakeLocation};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
 use lossproof_stdlib::consumer;
 
@@ -63,7 +64,9 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         }
         let lakes = consumer::lakes(args.consumers, &[], &names, workload);
         let tables: Vec<&str> = workload.table_names();
-        let scored = reconcile::reconcile(&source, &lake, &tables, &lakes).await?;
+        let scored =
+            reconcile::reconcile(&source, &lake, &tables, &lakes, reconcile::RowTables::Skip)
+                .await?;
         print_summary(&scored);
         if let Some(out) = args.out {
             write_diff(&scored, out)?;
@@ -82,31 +85,75 @@ pub struct Standalone<'a> {
     /// `postgres://USER:PASSWORD@HOST:PORT/DB`: never printed.
     pub source: &'a str,
     pub table: &'a str,
-    /// `sqlite:///PATH/catalog.db`: an Iceberg SQL catalog.
+    /// The Iceberg catalog: `sqlite:///PATH/catalog.db` (a SQL catalog) or
+    /// `glue://REGION[?endpoint=URL]` (AWS Glue; with an endpoint, an
+    /// emulator such as moto).
     pub lake: &'a str,
     /// `namespace.name`
     pub lake_table: &'a str,
-    pub warehouse: Option<&'a Path>,
+    /// The warehouse: a folder for a SQL catalog [default: the catalog
+    /// file's folder], `s3://BUCKET/PREFIX` for Glue (required).
+    pub warehouse: Option<&'a str>,
     pub out: Option<&'a Path>,
 }
 
 /// The consumer name a standalone comparison's counts carry.
 const STANDALONE: &str = "lake";
 
+/// Where `--lake` (and `--warehouse`) say the lake table's catalog is.
+fn lake_location(lake: &str, warehouse: Option<&str>) -> CliResult<LakeLocation> {
+    if let Some(catalog) = lake.strip_prefix("sqlite://").map(Path::new) {
+        if !catalog.is_file() {
+            return Err(format!("--lake: no catalog file {}", catalog.display()).into());
+        }
+        let warehouse = warehouse
+            .map(Path::new)
+            .or_else(|| catalog.parent())
+            .unwrap_or(Path::new("."));
+        return Ok(LakeLocation::Sql {
+            catalog_db: catalog.to_owned(),
+            warehouse: warehouse.to_owned(),
+        });
+    }
+    if let Some(rest) = lake.strip_prefix("glue://") {
+        let (region, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let region = region.trim_end_matches('/');
+        if region.is_empty() {
+            return Err("--lake glue://REGION[?endpoint=URL]: the region is missing".into());
+        }
+        let mut endpoint = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("endpoint", url)) => endpoint = Some(url.to_owned()),
+                _ => {
+                    return Err(
+                        format!("--lake glue://…?{pair}: the one option is endpoint=URL").into(),
+                    );
+                }
+            }
+        }
+        let warehouse = warehouse
+            .filter(|w| w.starts_with("s3://"))
+            .ok_or("--lake glue://…: --warehouse s3://BUCKET/PREFIX is required")?;
+        return Ok(LakeLocation::Glue(GlueLocation {
+            // An endpoint of its own is an emulator (moto, LocalStack):
+            // path-style S3 and the emulator's fixed keys, never the
+            // environment's credentials; without one, AWS's own Glue and
+            // S3 with the usual credential chain (environment, profile).
+            emulator: endpoint.is_some(),
+            endpoint,
+            region: region.to_owned(),
+            warehouse: warehouse.to_owned(),
+        }));
+    }
+    Err("--lake: sqlite:///PATH/catalog.db (an Iceberg SQL catalog) or glue://REGION[?endpoint=URL]".into())
+}
+
 /// Exit 0 when the lake table holds exactly the source table's rows, 1 when
 /// it does not, an error (exit 2) when either cannot be read. Without the
 /// source's history table every differing row is `wrong` (docs/run.md).
 pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
-    let catalog = args.lake.strip_prefix("sqlite://").map(Path::new).ok_or(
-        "--lake: only Iceberg SQL catalogs on sqlite are supported yet: sqlite:///PATH/catalog.db",
-    )?;
-    if !catalog.is_file() {
-        return Err(format!("--lake: no catalog file {}", catalog.display()).into());
-    }
-    let warehouse = args
-        .warehouse
-        .or_else(|| catalog.parent())
-        .unwrap_or(Path::new("."));
+    let location = lake_location(args.lake, args.warehouse)?;
     let (namespace, name) = args
         .lake_table
         .rsplit_once('.')
@@ -118,7 +165,7 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
             .await
             .map_err(|e| format!("cannot connect to the source: {e}"))?;
         let connection = tokio::spawn(connection);
-        let lake = lossproof_runtime::Lake::open_catalog(catalog, warehouse).await?;
+        let lake = lossproof_runtime::Lake::open_at(&location).await?;
         let consumer = reconcile::ConsumerLake {
             consumer: STANDALONE.into(),
             namespace: namespace.into(),
@@ -132,7 +179,14 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
             )]),
             changelog: false,
         };
-        let scored = reconcile::reconcile(&source, &lake, &[args.table], &[consumer]).await;
+        let scored = reconcile::reconcile(
+            &source,
+            &lake,
+            &[args.table],
+            &[consumer],
+            reconcile::RowTables::Skip,
+        )
+        .await;
         connection.abort();
         let scored = scored?;
         print_summary(&scored);
@@ -145,6 +199,9 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
 
 fn print_summary(scored: &Reconciliation) {
     use std::fmt::Write as _;
+    for (consumer, table, why) in &scored.in_memory {
+        eprintln!("{consumer}'s {table}: compared in memory, not streamed ({why})");
+    }
     let mut kinds = String::new();
     for kind in DiffKind::ALL {
         let _ = write!(kinds, "{:>12}", kind.as_str().to_uppercase());

@@ -23,7 +23,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lossproof_runtime::debezium::{self, CaptureNames, NotDrained};
-use lossproof_runtime::reconcile::{self, ConsumerLake, Counts, DiffKind, Reconciliation, gate};
+use lossproof_runtime::reconcile::{
+    self, ConsumerLake, Counts, DiffKind, Reconciliation, RowTables, gate,
+};
 use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
 use lossproof_stdlib::workload::{self, WorkloadReport};
 
@@ -99,7 +101,7 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(written.as_array().map(Vec::len), Some(6), "{written}");
-    the_standalone_command_finds_the_same_damage(&run, &written);
+    the_standalone_command_finds_the_same_damage(&run, &written).await;
     a_stopped_connector_is_invalid(&run).await;
     let invalid = lossproof(state, &["reconcile", "--run", &run.id, "--wait-s", "3"]);
     let text = String::from_utf8_lossy(&invalid.stderr);
@@ -115,7 +117,9 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
 /// `lossproof reconcile --source URL --table T --lake sqlite:///… --lake-table NS.T`:
 /// no run, no stack state, the same tables as the run's reconcile, the same
 /// damage key for key and kind for kind; exit 1 on it, 0 on a clean table.
-fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_json::Value) {
+/// With `--features aws`, the same tables copied into a Glue catalog on a
+/// real moto server (files in its S3), through `--lake glue://…`: the same.
+async fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_json::Value) {
     let url = format!(
         "postgres://postgres@127.0.0.1:{}/{DATABASE}",
         run.ports.source_postgres
@@ -126,71 +130,144 @@ fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_json::
         panic!("the local stack's lake is a SQL catalog");
     };
     let catalog = format!("sqlite://{}", catalog_db.display());
-    let namespace = run.namespace();
-    let mut found = Vec::new();
-    for table in ["customers", "orders", "order_items"] {
-        let out = run.state.join(format!("standalone-{table}.json"));
-        let lake_table = format!("{namespace}.{table}");
-        let args = [
-            "reconcile",
-            "--source",
-            &url,
-            "--table",
-            table,
-            "--lake",
-            &catalog,
-            "--lake-table",
-            &lake_table,
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        let output = crate::support::lossproof(&args.map(std::ffi::OsStr::new));
-        let text = String::from_utf8_lossy(&output.stdout).into_owned()
-            + &String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !text.contains(&url),
-            "the source's URL is never printed: {text}"
-        );
-        let diff: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        let rows = diff.as_array().unwrap();
-        let expected = i32::from(!rows.is_empty());
-        assert_eq!(output.status.code(), Some(expected), "{table}: {text}");
-        assert!(text.contains(&format!("lake       {table}")), "{text}");
-        found.extend(
-            rows.iter()
-                .map(|r| (r["table"].clone(), r["key"].clone(), r["kind"].clone())),
-        );
-    }
     let mut expected: Vec<_> = by_run
         .as_array()
         .unwrap()
         .iter()
         .map(|r| (r["table"].clone(), r["key"].clone(), r["kind"].clone()))
         .collect();
-    let order = |v: &mut Vec<(serde_json::Value, serde_json::Value, serde_json::Value)>| {
-        v.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
-    };
-    order(&mut found);
-    order(&mut expected);
+    expected.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
+    let found = standalone_diff(run, &url, &[&catalog], "sqlite");
     assert_eq!(found, expected);
+    #[cfg(feature = "aws")]
+    {
+        let tools = lossproof_runtime::tools::Tools::from_env();
+        let logs = run.state.join("standalone-moto");
+        std::fs::create_dir_all(&logs).unwrap();
+        let moto = lossproof_runtime::nightly::Moto::start(
+            &tools,
+            &logs.join("moto.log"),
+            Duration::from_mins(1),
+        )
+        .expect("moto server");
+        lossproof_runtime::nightly::provision(&tools, &moto.endpoint(), &logs.join("p.log"))
+            .expect("the lake bucket");
+        let at = lossproof_runtime::nightly::emulated_lake(moto.endpoint());
+        let lossproof_runtime::profile::LakeLocation::Glue(glue) = &at else {
+            panic!("the emulated lake is Glue");
+        };
+        copy_tables(
+            &Lake::open(&run.state).await.unwrap(),
+            &Lake::open_at(&at).await.unwrap(),
+            &run.namespace(),
+        )
+        .await;
+        let lake = format!("glue://{}?endpoint={}", glue.region, moto.endpoint());
+        let found = standalone_diff(run, &url, &[&lake, "--warehouse", &glue.warehouse], "glue");
+        assert_eq!(found, expected, "Glue on moto");
+    }
     // A bad catalog is an error (exit 2), not a count.
-    let missing = crate::support::lossproof(
-        &[
-            "reconcile",
-            "--source",
-            &url,
-            "--table",
-            "orders",
-            "--lake",
-            "sqlite:///no/such/catalog.db",
-            "--lake-table",
-            "x.orders",
-        ]
-        .map(std::ffi::OsStr::new),
-    );
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("no catalog file"));
+    for (lake, error) in [
+        ("sqlite:///no/such/catalog.db", "no catalog file"),
+        (
+            "glue://us-east-1",
+            "--warehouse s3://BUCKET/PREFIX is required",
+        ),
+        ("hive://x", "glue://REGION"),
+    ] {
+        let missing = crate::support::lossproof(
+            &[
+                "reconcile",
+                "--source",
+                &url,
+                "--table",
+                "orders",
+                "--lake",
+                lake,
+                "--lake-table",
+                "x.orders",
+            ]
+            .map(std::ffi::OsStr::new),
+        );
+        assert_eq!(missing.status.code(), Some(2), "{lake}");
+        assert!(
+            String::from_utf8_lossy(&missing.stderr).contains(error),
+            "{lake}"
+        );
+    }
+}
+
+/// `lossproof reconcile --source URL --table T --lake LAKE… --lake-table
+/// NS.T --out F` for each of the run's tables: every diff row's (table,
+/// key, kind), sorted; each exit 1 when that table has a diff, 0 when not.
+fn standalone_diff(
+    run: &Run,
+    url: &str,
+    lake: &[&str],
+    label: &str,
+) -> Vec<(serde_json::Value, serde_json::Value, serde_json::Value)> {
+    let namespace = run.namespace();
+    let mut found = Vec::new();
+    for table in ["customers", "orders", "order_items"] {
+        let out = run.state.join(format!("standalone-{label}-{table}.json"));
+        let lake_table = format!("{namespace}.{table}");
+        let mut args = vec!["reconcile", "--source", url, "--table", table, "--lake"];
+        args.extend_from_slice(lake);
+        args.extend(["--lake-table", &lake_table, "--out", out.to_str().unwrap()]);
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let output = crate::support::lossproof(&args);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !text.contains(url),
+            "the source's URL is never printed: {text}"
+        );
+        assert!(
+            !text.contains("compared in memory"),
+            "{label} {table}: {text}"
+        );
+        let diff: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&out)
+                .unwrap_or_else(|e| panic!("{label} {table}: {e}: {text}")),
+        )
+        .unwrap();
+        let rows = diff.as_array().unwrap();
+        let expected = i32::from(!rows.is_empty());
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{label} {table}: {text}"
+        );
+        assert!(text.contains(&format!("lake       {table}")), "{text}");
+        found.extend(
+            rows.iter()
+                .map(|r| (r["table"].clone(), r["key"].clone(), r["kind"].clone())),
+        );
+    }
+    found.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
+    found
+}
+
+/// Every table of `namespace` in `from` created in `to` with the same
+/// schema and the rows a reader of `from` sees (one append).
+#[cfg(feature = "aws")]
+async fn copy_tables(from: &Lake, to: &Lake, namespace: &str) {
+    use lossproof_runtime::lake::{Commit, write_data_files};
+    let ns = to.ensure_namespace(namespace).await.unwrap();
+    for name in from.table_names(namespace).await.unwrap() {
+        let ident = iceberg::TableIdent::new(ns.clone(), name.clone());
+        let source = from.catalog().load_table(&ident).await.unwrap();
+        let creation = iceberg::TableCreation::builder()
+            .name(name.clone())
+            .schema(source.metadata().current_schema().as_ref().clone())
+            .build();
+        let target = to.catalog().create_table(&ns, creation).await.unwrap();
+        let batches = lossproof_runtime::lake::read::visible_rows(&source)
+            .await
+            .unwrap();
+        let files = write_data_files(&target, batches).await.unwrap();
+        to.commit(&target, Commit::append(files)).await.unwrap();
+    }
 }
 
 async fn killed_and_restarted_under_load(state: &Path, ports: Ports) {
@@ -422,9 +499,14 @@ impl Run {
             views: std::collections::HashMap::new(),
         };
         let tables: Vec<&str> = orders().table_names();
-        reconcile::reconcile(&self.source, &lake, &tables, &[careless])
-            .await
-            .unwrap()
+        let scored =
+            reconcile::reconcile(&self.source, &lake, &tables, &[careless], RowTables::Skip)
+                .await
+                .unwrap();
+        // The careless lake is read in key order: every table by the
+        // streaming merge, none in memory.
+        assert_eq!(scored.in_memory, [], "compared in memory instead of merged");
+        scored
     }
 
     pub(crate) async fn finish(self) {
@@ -560,6 +642,7 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
         &lake,
         &["lp_unsupported"],
         std::slice::from_ref(&careless),
+        RowTables::Skip,
     )
     .await
     .unwrap_err();
@@ -578,9 +661,15 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
         unsupported.to_string(),
         "lp_unsupported.doc: the reconciler has no canonical form for `interval` yet"
     );
-    let keyless = reconcile::reconcile(&run.source, &lake, &["lp_keyless"], &[careless])
-        .await
-        .unwrap_err();
+    let keyless = reconcile::reconcile(
+        &run.source,
+        &lake,
+        &["lp_keyless"],
+        &[careless],
+        RowTables::Skip,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&keyless, reconcile::Error::NoPrimaryKey { table } if table == "lp_keyless"),
         "{keyless:?}"

@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::{BooleanArray, RecordBatch};
+use futures_util::stream::BoxStream;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use iceberg::arrow::ArrowReaderBuilder;
 use iceberg::scan::FileScanTask;
@@ -55,37 +56,68 @@ type DeletedKeys = Arc<(Vec<String>, HashSet<String>)>;
 /// Every visible row of `table`'s current snapshot, in the table's current
 /// Arrow schema.
 pub async fn visible_rows(table: &Table) -> iceberg::Result<Vec<RecordBatch>> {
-    let Some(_) = table.metadata().current_snapshot() else {
-        return Ok(Vec::new());
+    visible_stream(table.clone()).try_collect().await
+}
+
+/// [`visible_rows`] as a stream: one data file read at a time (memory for
+/// one file's rows and the equality-delete keys, not for the table).
+#[must_use]
+pub fn visible_stream(table: Table) -> BoxStream<'static, iceberg::Result<RecordBatch>> {
+    let planned = async move {
+        if table.metadata().current_snapshot().is_none() {
+            return Ok((Vec::new(), table));
+        }
+        let scan = table.scan().select_all().build()?;
+        let tasks: Vec<FileScanTask> = scan.plan_files().await?.try_collect().await?;
+        Ok::<_, iceberg::Error>((tasks, table))
     };
-    let scan = table.scan().select_all().build()?;
-    let tasks: Vec<FileScanTask> = scan.plan_files().await?.try_collect().await?;
-    let mut cache: HashMap<String, DeletedKeys> = HashMap::new();
-    let mut out = Vec::new();
-    for mut task in tasks {
-        let (equality, others): (Vec<_>, Vec<_>) = std::mem::take(&mut task.deletes)
-            .into_iter()
-            .partition(|d| d.file_type == DataContentType::EqualityDeletes);
-        task.deletes = others;
-        let mut deleted = Vec::new();
-        for file in equality {
-            if !cache.contains_key(&file.file_path) {
-                let keys = deleted_keys(table, &file.file_path).await?;
-                cache.insert(file.file_path.clone(), keys);
-            }
-            deleted.push(cache[&file.file_path].clone());
+    futures_util::stream::once(planned)
+        .map_ok(|(tasks, table)| {
+            let cache: HashMap<String, DeletedKeys> = HashMap::new();
+            let state = (tasks.into_iter(), cache, table);
+            futures_util::stream::try_unfold(state, |(mut tasks, mut cache, table)| async move {
+                let Some(task) = tasks.next() else {
+                    return Ok::<_, iceberg::Error>(None);
+                };
+                let batches = read_task(&table, task, &mut cache).await?;
+                let batches = futures_util::stream::iter(batches.into_iter().map(Ok));
+                Ok(Some((batches, (tasks, cache, table))))
+            })
+            .try_flatten()
+        })
+        .try_flatten()
+        .boxed()
+}
+
+/// One data file's visible rows: position deletes by iceberg-rust,
+/// equality deletes by hash lookup (their keys cached by file in `cache`).
+async fn read_task(
+    table: &Table,
+    mut task: FileScanTask,
+    cache: &mut HashMap<String, DeletedKeys>,
+) -> iceberg::Result<Vec<RecordBatch>> {
+    let (equality, others): (Vec<_>, Vec<_>) = std::mem::take(&mut task.deletes)
+        .into_iter()
+        .partition(|d| d.file_type == DataContentType::EqualityDeletes);
+    task.deletes = others;
+    let mut deleted = Vec::new();
+    for file in equality {
+        if !cache.contains_key(&file.file_path) {
+            let keys = deleted_keys(table, &file.file_path).await?;
+            cache.insert(file.file_path.clone(), keys);
         }
-        let reader =
-            ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::current()).build();
-        let stream = reader
-            .read(futures_util::stream::iter([Ok(task)]).boxed())?
-            .stream();
-        let batches: Vec<RecordBatch> = stream.try_collect().await?;
-        for batch in batches {
-            out.push(without_deleted(batch, &deleted)?);
-        }
+        deleted.push(cache[&file.file_path].clone());
     }
-    Ok(out)
+    let reader =
+        ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::current()).build();
+    let stream = reader
+        .read(futures_util::stream::iter([Ok(task)]).boxed())?
+        .stream();
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    batches
+        .into_iter()
+        .map(|batch| without_deleted(batch, &deleted))
+        .collect()
 }
 
 async fn deleted_keys(table: &Table, path: &str) -> iceberg::Result<DeletedKeys> {

@@ -131,6 +131,96 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The order of two canonical values of this kind as a sorted read of
+    /// each side gives it: the source's `ORDER BY` ([`Kind::order_expr`])
+    /// and the lake's (DataFusion's, `NULLS LAST`). Integers, decimals and
+    /// floats by value, text by its bytes (PostgreSQL's `COLLATE "C"`),
+    /// timestamps by instant (their canonical text, years 0 to 9999),
+    /// `false` before `true`, NULL last. A pair of values whose canonical
+    /// text cannot be ordered this way (a year past 9999) compares as text:
+    /// the merge then finds a side out of order and falls back to the
+    /// in-memory comparison, never to a wrong diff.
+    #[must_use]
+    pub fn cmp_canonical(self, a: &str, b: &str) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        if a == b {
+            return Ordering::Equal;
+        }
+        match (a == NULL, b == NULL) {
+            (true, _) => return Ordering::Greater,
+            (_, true) => return Ordering::Less,
+            _ => {}
+        }
+        match self {
+            Self::Int => match (a.parse::<i128>(), b.parse::<i128>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => a.cmp(b),
+            },
+            Self::Decimal => cmp_decimal(a, b),
+            Self::Text => cmp_quoted(a, b),
+            Self::Float => {
+                let value = |t: &str| t.parse::<f64>().unwrap_or(f64::NAN);
+                let (x, y) = (value(a), value(b));
+                // NaN after every number, as PostgreSQL orders it.
+                match (x.is_nan(), y.is_nan()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Greater,
+                    (false, true) => Ordering::Less,
+                    (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+                }
+            }
+            Self::Timestamptz | Self::Bool => a.cmp(b),
+        }
+    }
+
+    /// The source's `ORDER BY` term for column `c` that sorts as
+    /// [`Kind::cmp_canonical`]: text-like columns by bytes.
+    #[must_use]
+    pub fn order_expr(self, c: &str) -> String {
+        match self {
+            Self::Text => format!("{c}::text COLLATE \"C\""),
+            _ => c.to_owned(),
+        }
+    }
+}
+
+/// Two canonical decimals by value (`-2` < `-1.5` < `0` < `0.25` < `3`).
+fn cmp_decimal(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn split(t: &str) -> (bool, &str, &str) {
+        let (negative, digits) = t.strip_prefix('-').map_or((false, t), |d| (true, d));
+        let (int_part, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        (negative, int_part, frac)
+    }
+    let ((na, ia, fa), (nb, ib, fb)) = (split(a), split(b));
+    let magnitude = ia
+        .len()
+        .cmp(&ib.len())
+        .then_with(|| ia.cmp(ib))
+        .then_with(|| fa.cmp(fb));
+    match (na, nb) {
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+        (false, false) => magnitude,
+        (true, true) => magnitude.reverse(),
+    }
+}
+
+/// Two canonical (JSON-quoted) texts by the bytes of the text they quote.
+fn cmp_quoted(a: &str, b: &str) -> std::cmp::Ordering {
+    fn inner(t: &str) -> Option<&str> {
+        t.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+    }
+    match (inner(a), inner(b)) {
+        (Some(x), Some(y)) if !x.contains('\\') && !y.contains('\\') => x.cmp(y),
+        _ => {
+            let text = |t: &str| serde_json::from_str::<String>(t).unwrap_or_else(|_| t.to_owned());
+            text(a).cmp(&text(b))
+        }
+    }
+}
+
 /// True if `t` is exactly what `t.parse::<i128>()?.to_string()` gives:
 /// an optional `-`, then at most 38 digits without a leading zero (`0`
 /// alone, never `-0`).
@@ -477,6 +567,26 @@ impl<'a> Layout<'a> {
     #[must_use]
     pub fn key(&self, values: &[String]) -> String {
         self.join(&self.key, values)
+    }
+
+    /// [`Layout::key`], and where each key value sits in it (byte ranges,
+    /// in key order) when the key has more than one column; a one-column
+    /// key's value is everything after `name=`.
+    #[must_use]
+    pub fn key_and_spans(&self, values: &[String]) -> (String, Vec<(u32, u32)>) {
+        let key = self.key(values);
+        if self.key.len() < 2 {
+            return (key, Vec::new());
+        }
+        let mut spans = Vec::with_capacity(self.key.len());
+        let mut at = 0;
+        for i in &self.key {
+            let start = at + self.names[*i].len() + 1;
+            let end = start + values[*i].len();
+            spans.push((start as u32, end as u32));
+            at = end + 2;
+        }
+        (key, spans)
     }
 
     fn join(&self, order: &[usize], values: &[String]) -> String {

@@ -73,7 +73,7 @@ pub struct DiffRow {
     pub kind: DiffKind,
     /// The source's canonical row, if the source has the key.
     pub source: Option<String>,
-    /// The lake's canonical row (for `duplicate`: every version, ` ‖ `-separated).
+    /// The lake's canonical row (for `duplicate`: every version, sorted, ` ‖ `-separated).
     pub lake: Option<String>,
 }
 
@@ -102,18 +102,16 @@ pub fn compare(
     lake: &[(String, String)],
     history: Option<&History>,
 ) -> (Vec<DiffRow>, Counts) {
-    // The lake sorted by key (stable: a key's rows stay in lake order), then
-    // merged with the source (sorted too): one pass, no map of the lake.
+    // The lake sorted by key, then merged with the source (sorted too): one
+    // pass, no map of the lake.
     let mut sorted: Vec<(&str, &str)> =
         lake.iter().map(|(k, r)| (k.as_str(), r.as_str())).collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut groups = sorted.chunk_by(|a, b| a.0 == b.0).peekable();
     let joined = |group: &[(&str, &str)]| -> String {
-        group
-            .iter()
-            .map(|(_, r)| *r)
-            .collect::<Vec<_>>()
-            .join(" ‖ ")
+        let mut rows: Vec<&str> = group.iter().map(|(_, r)| *r).collect();
+        rows.sort_unstable();
+        rows.join(" ‖ ")
     };
     // Keys only the lake has, in key order.
     let mut lake_only: Vec<&[(&str, &str)]> = Vec::new();

@@ -20,6 +20,7 @@ pub mod changelog;
 pub mod diff;
 mod error;
 pub mod gate;
+pub mod merge;
 pub mod source;
 
 use std::collections::HashMap;
@@ -66,14 +67,65 @@ pub struct Reconciliation {
     pub source_rows: Vec<(String, String, String)>,
     /// (consumer, table, key, row)
     pub lake_rows: Vec<(String, String, String, String)>,
+    /// The (consumer, table) pairs compared in memory instead of by the
+    /// streaming merge, and why (`change-log tables`, `the lake is not in
+    /// key order at …`): the diff is the same, the memory is every row's.
+    pub in_memory: Vec<(String, String, String)>,
 }
 
+/// Whether a reconciliation keeps every canonical row for the
+/// `source_rows` and `lake_rows` tables (memory for every row of both
+/// sides) or only the diff and the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowTables {
+    Keep,
+    Skip,
+}
+
+impl RowTables {
+    /// [`RowTables::Keep`] if any of `queries` reads `source_rows` or
+    /// `lake_rows` (or does not parse, to be safe).
+    #[must_use]
+    pub fn for_queries<'q>(queries: impl IntoIterator<Item = &'q str>) -> Self {
+        let state = SessionContext::new().state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let reads_rows = |sql: &str| {
+            state
+                .sql_to_statement(sql, &dialect)
+                .and_then(|statement| state.resolve_table_references(&statement))
+                .map_or(true, |tables| {
+                    tables
+                        .iter()
+                        .any(|t| matches!(t.table(), "source_rows" | "lake_rows"))
+                })
+        };
+        if queries.into_iter().any(reads_rows) {
+            Self::Keep
+        } else {
+            Self::Skip
+        }
+    }
+}
+
+/// Rows per message between a side's reader and the merge.
+const CHUNK: usize = 4096;
+/// Messages in flight per side.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
 /// Reconcile `tables` of the source against every consumer's lake.
+///
+/// Each (table, consumer) is a streaming merge ([`merge`]): the source and
+/// the lake are read concurrently, each in key order, canonicalised as they
+/// come and compared in one pass; only the diff (and, with
+/// [`RowTables::Keep`], the row tables) is held. A lake that cannot be read
+/// in the source's key order, and a consumer whose tables are change logs,
+/// are compared in memory ([`diff::compare`]); the diff is the same.
 pub async fn reconcile(
     source: &tokio_postgres::Client,
     lake: &Lake,
     tables: &[&str],
     consumers: &[ConsumerLake],
+    rows: RowTables,
 ) -> Result<Reconciliation, Error> {
     let mut out = Reconciliation::default();
     let namespaces: Vec<&str> = consumers.iter().map(|c| c.namespace.as_str()).collect();
@@ -81,8 +133,7 @@ pub async fn reconcile(
     let ctx = lake.session(&namespaces).await?;
     for table in tables {
         let spec = source::describe(source, table).await?;
-        let rows = source::rows(source, &spec).await?;
-        let history = source::history(source, &spec).await?;
+        let mut source_kept = rows == RowTables::Skip;
         for consumer in consumers {
             let sql = consumer.views.get(*table).cloned().unwrap_or_else(|| {
                 format!(
@@ -91,39 +142,234 @@ pub async fn reconcile(
                     source::quote_ident(table)
                 )
             });
-            let read = if consumer.changelog {
-                changelog::rows(&ctx, &sql, &spec).await
+            let streamed = if consumer.changelog {
+                Err("change-log tables".to_owned())
             } else {
-                lake_rows(&ctx, &sql, &spec).await
+                let keep = (!source_kept, rows == RowTables::Keep);
+                match streamed(source, &ctx, &sql, &spec, &consumer.consumer, keep).await {
+                    Ok(found) => Ok(found),
+                    // Not in key order, or not readable sorted: in memory
+                    // (which reports the lake's error if it is not the sort).
+                    Err(merge::Merge::Unordered { side, key, after }) => Err(format!(
+                        "the {side} is not in key order: {key} after {after}"
+                    )),
+                    Err(merge::Merge::Failed(e @ Error::LakeTable { .. })) => {
+                        Err(format!("the lake could not be read sorted: {e}"))
+                    }
+                    Err(merge::Merge::Failed(e)) => return Err(e),
+                }
             };
-            let lake_rows = read.map_err(|e| Error::LakeTable {
-                consumer: consumer.consumer.clone(),
-                table: (*table).to_owned(),
-                source: Box::new(e),
-            })?;
-            let (diff, counts) = diff::compare(
-                table,
-                &consumer.consumer,
-                &rows,
-                &lake_rows,
-                history.as_ref(),
-            );
-            out.diff.extend(diff);
+            let found = match streamed {
+                Ok(found) => found,
+                Err(why) => {
+                    out.in_memory
+                        .push((consumer.consumer.clone(), (*table).to_owned(), why));
+                    in_memory(source, &ctx, &sql, &spec, consumer, !source_kept, rows).await?
+                }
+            };
+            out.diff.extend(found.diff);
             out.summary.push(Summary {
                 consumer: consumer.consumer.clone(),
                 table: (*table).to_owned(),
-                counts,
+                counts: found.counts,
             });
-            out.lake_rows.extend(
-                lake_rows
-                    .into_iter()
-                    .map(|(k, r)| (consumer.consumer.clone(), (*table).to_owned(), k, r)),
-            );
+            if !source_kept {
+                out.source_rows.extend(
+                    found
+                        .source_rows
+                        .into_iter()
+                        .map(|(k, r)| ((*table).to_owned(), k, r)),
+                );
+                source_kept = true;
+            }
+            if rows == RowTables::Keep {
+                out.lake_rows.extend(
+                    found
+                        .lake_rows
+                        .into_iter()
+                        .map(|(k, r)| (consumer.consumer.clone(), (*table).to_owned(), k, r)),
+                );
+            }
         }
-        out.source_rows
-            .extend(rows.into_iter().map(|(k, r)| ((*table).to_owned(), k, r)));
     }
     Ok(out)
+}
+
+/// One (table, consumer) comparison.
+struct Found {
+    diff: Vec<DiffRow>,
+    counts: Counts,
+    /// (key, row), if kept.
+    source_rows: Vec<(String, String)>,
+    lake_rows: Vec<(String, String)>,
+}
+
+/// The streaming merge of one table with one consumer's lake; `keep` =
+/// (keep the source's rows, keep the lake's).
+async fn streamed(
+    client: &tokio_postgres::Client,
+    ctx: &SessionContext,
+    sql: &str,
+    spec: &SourceTable,
+    consumer: &str,
+    keep: (bool, bool),
+) -> Result<Found, merge::Merge> {
+    use tokio::sync::mpsc;
+    let order = source::key_order(spec);
+    let (source_tx, source_rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
+    let (lake_tx, lake_rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
+    // The lake's reader on a worker of its own, the merge on a blocking
+    // thread, the source's reader here: three things at once.
+    let sorted = format!(
+        "SELECT * FROM ({sql}) AS lp_view ORDER BY {}",
+        spec.key
+            .iter()
+            .map(|k| format!("{} ASC NULLS LAST", source::quote_ident(k)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let lake_reader = tokio::spawn(send_lake_sorted(
+        ctx.clone(),
+        sorted,
+        spec.clone(),
+        consumer.to_owned(),
+        lake_tx,
+    ));
+    let (table, who) = (spec.name.clone(), consumer.to_owned());
+    let merging = tokio::task::spawn_blocking(move || {
+        let (mut source_rows, mut lake_rows) = (Vec::new(), Vec::new());
+        let merged = merge::merge(
+            &table,
+            &who,
+            &order,
+            chunks(source_rx),
+            chunks(lake_rx),
+            |side, row| match side {
+                merge::Side::Source if keep.0 => {
+                    source_rows.push((row.key.clone(), row.row.clone()))
+                }
+                merge::Side::Lake if keep.1 => lake_rows.push((row.key.clone(), row.row.clone())),
+                _ => {}
+            },
+        );
+        merged.map(|m| (m, source_rows, lake_rows))
+    });
+    source::send_ordered(client, spec, CHUNK, &source_tx).await;
+    drop(source_tx);
+    let joined = |e: tokio::task::JoinError| {
+        merge::Merge::Failed(Error::Judge(format!("the merge stopped: {e}")))
+    };
+    let (merged, source_rows, lake_rows) = merging.await.map_err(joined)??;
+    lake_reader.await.map_err(joined)?;
+    let history = {
+        let undecided: std::collections::HashSet<&str> = merge::undecided(&merged).collect();
+        if undecided.is_empty() {
+            None
+        } else {
+            source::history_of(client, spec, |k| undecided.contains(k)).await?
+        }
+    };
+    let (diff, counts) = merge::classify(merged, history.as_ref());
+    Ok(Found {
+        diff,
+        counts,
+        source_rows,
+        lake_rows,
+    })
+}
+
+/// A channel of chunks as one row after another (blocking: the merge's
+/// thread waits for the readers).
+fn chunks(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<merge::Keyed>, Error>>,
+) -> impl Iterator<Item = Result<merge::Keyed, Error>> {
+    let mut chunk = Vec::new().into_iter();
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(row) = chunk.next() {
+                return Some(Ok(row));
+            }
+            match rx.blocking_recv()? {
+                Ok(next) => chunk = next.into_iter(),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    })
+}
+
+/// The lake's rows of `sql` (sorted by key) in chunks to `to`; an error is
+/// sent as [`Error::LakeTable`].
+async fn send_lake_sorted(
+    ctx: SessionContext,
+    sql: String,
+    spec: SourceTable,
+    consumer: String,
+    to: tokio::sync::mpsc::Sender<Result<Vec<merge::Keyed>, Error>>,
+) {
+    let read = async {
+        let mut reader = LakeReader::new(&ctx, &sql, &spec).await?;
+        while let Some(rows) = reader.next_chunk().await? {
+            if to.send(Ok(rows)).await.is_err() {
+                break;
+            }
+        }
+        Ok::<_, Error>(())
+    };
+    if let Err(e) = read.await {
+        let _ = to
+            .send(Err(Error::LakeTable {
+                consumer,
+                table: spec.name.clone(),
+                source: Box::new(e),
+            }))
+            .await;
+    }
+}
+
+/// The in-memory comparison of one table with one consumer's lake: both
+/// sides read whole, the lake sorted in memory ([`diff::compare`]).
+async fn in_memory(
+    client: &tokio_postgres::Client,
+    ctx: &SessionContext,
+    sql: &str,
+    spec: &SourceTable,
+    consumer: &ConsumerLake,
+    keep_source: bool,
+    rows: RowTables,
+) -> Result<Found, Error> {
+    let source_rows = source::rows(client, spec).await?;
+    let history = source::history(client, spec).await?;
+    let read = if consumer.changelog {
+        changelog::rows(ctx, sql, spec).await
+    } else {
+        lake_rows(ctx, sql, spec).await
+    };
+    let lake_rows = read.map_err(|e| Error::LakeTable {
+        consumer: consumer.consumer.clone(),
+        table: spec.name.clone(),
+        source: Box::new(e),
+    })?;
+    let (diff, counts) = diff::compare(
+        &spec.name,
+        &consumer.consumer,
+        &source_rows,
+        &lake_rows,
+        history.as_ref(),
+    );
+    Ok(Found {
+        diff,
+        counts,
+        source_rows: if keep_source {
+            source_rows.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+        lake_rows: if rows == RowTables::Keep {
+            lake_rows
+        } else {
+            Vec::new()
+        },
+    })
 }
 
 /// The rows `sql` returns, as canonical (key, row) over the source's columns.
@@ -132,20 +378,50 @@ async fn lake_rows(
     sql: &str,
     table: &SourceTable,
 ) -> Result<Vec<(String, String)>, Error> {
-    // Streamed batch by batch (the order `collect` would give), not collected.
-    let stream = ctx.sql(sql).await?.execute_stream().await?;
-    futures_util::pin_mut!(stream);
-    let names: Vec<&str> = table.columns.iter().map(|(n, _)| n.as_str()).collect();
-    let key: Vec<usize> = table
-        .key
-        .iter()
-        .filter_map(|k| names.iter().position(|n| n == k))
-        .collect();
-    let layout = canonical::Layout::new(names, key);
-    // One buffer per column, reused row after row.
-    let mut values = vec![String::new(); table.columns.len()];
+    let mut reader = LakeReader::new(ctx, sql, table).await?;
     let mut out = Vec::new();
-    while let Some(batch) = futures_util::TryStreamExt::try_next(&mut stream).await? {
+    while let Some(rows) = reader.next_chunk().await? {
+        out.extend(rows.into_iter().map(|k| (k.key, k.row)));
+    }
+    Ok(out)
+}
+
+/// The rows a lake query returns, batch by batch, canonical over the
+/// source's columns (a column the lake lacks is NULL).
+struct LakeReader<'t> {
+    table: &'t SourceTable,
+    stream: datafusion::physical_plan::SendableRecordBatchStream,
+    key: Vec<usize>,
+    /// One buffer per column, reused row after row.
+    values: Vec<String>,
+}
+
+impl<'t> LakeReader<'t> {
+    async fn new(ctx: &SessionContext, sql: &str, table: &'t SourceTable) -> Result<Self, Error> {
+        let stream = ctx.sql(sql).await?.execute_stream().await?;
+        let key = table
+            .key
+            .iter()
+            .filter_map(|k| table.columns.iter().position(|(n, _)| n == k))
+            .collect();
+        Ok(Self {
+            table,
+            stream,
+            key,
+            values: vec![String::new(); table.columns.len()],
+        })
+    }
+
+    /// The next batch's rows, in the order the query returned them.
+    async fn next_chunk(&mut self) -> Result<Option<Vec<merge::Keyed>>, Error> {
+        let Some(batch) = futures_util::TryStreamExt::try_next(&mut self.stream).await? else {
+            return Ok(None);
+        };
+        let table = self.table;
+        let layout = canonical::Layout::new(
+            table.columns.iter().map(|(n, _)| n.as_str()).collect(),
+            self.key.clone(),
+        );
         let renderers = table
             .columns
             .iter()
@@ -160,19 +436,24 @@ async fn lake_rows(
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        out.reserve(batch.num_rows());
+        let mut out = Vec::with_capacity(batch.num_rows());
         for i in 0..batch.num_rows() {
-            for (value, render) in values.iter_mut().zip(&renderers) {
+            for (value, render) in self.values.iter_mut().zip(&renderers) {
                 value.clear();
                 match render {
                     Some(render) => render(i, value),
                     None => value.push_str(canonical::NULL),
                 }
             }
-            out.push((layout.key(&values), layout.row(&values)));
+            let (key, spans) = layout.key_and_spans(&self.values);
+            out.push(merge::Keyed {
+                key,
+                row: layout.row(&self.values),
+                spans,
+            });
         }
+        Ok(Some(out))
     }
-    Ok(out)
 }
 
 impl Reconciliation {
@@ -375,4 +656,31 @@ fn arrow_cast_f64(column: &ArrayRef) -> Result<f64, Error> {
         return Err(Error::Judge("the query returned NULL".into()));
     }
     Ok(values.value(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowTables;
+
+    #[test]
+    fn the_row_tables_are_kept_only_for_an_assertion_that_reads_them() {
+        let skip = [
+            "SELECT count(*) = 0 FROM diff",
+            "SELECT wrong_rows FROM summary",
+        ];
+        assert_eq!(RowTables::for_queries(skip), RowTables::Skip);
+        for reads in [
+            "SELECT count(*) > 0 FROM source_rows WHERE \"table\" = 'orders'",
+            "SELECT 1 FROM diff d JOIN lake_rows l ON d.key = l.key",
+            "SELECT * FROM (SELECT key FROM source_rows) s",
+            "this is not SQL",
+        ] {
+            assert_eq!(
+                RowTables::for_queries(skip.into_iter().chain([reads])),
+                RowTables::Keep,
+                "{reads}"
+            );
+        }
+        assert_eq!(RowTables::for_queries([]), RowTables::Skip);
+    }
 }

@@ -17,6 +17,7 @@ use futures_util::TryStreamExt as _;
 use super::canonical::{self, Kind};
 use super::diff::History;
 use super::error::Error;
+use super::merge::{KeyOrder, Keyed};
 
 /// A source table as the reconciler sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +124,16 @@ pub async fn history(
     client: &tokio_postgres::Client,
     table: &SourceTable,
 ) -> Result<Option<History>, Error> {
+    history_of(client, table, |_| true).await
+}
+
+/// [`history`], kept only for the keys `wanted` accepts (the keys a merge
+/// left undecided: memory for those, not for every version of every key).
+pub async fn history_of(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Option<History>, Error> {
     let exists: Option<String> = client
         .query_one("SELECT to_regclass('lossproof_history')::text", &[])
         .await
@@ -137,7 +148,9 @@ pub async fn history(
     );
     let mut history = History::new();
     read(client, table, &from, |key, row| {
-        history.entry(key).or_default().insert(row);
+        if wanted(&key) {
+            history.entry(key).or_default().insert(row);
+        }
     })
     .await?;
     Ok(Some(history))
@@ -151,54 +164,153 @@ async fn read(
     from: &str,
     mut each: impl FnMut(String, String),
 ) -> Result<(), Error> {
-    let exprs: Vec<String> = table
-        .columns
-        .iter()
-        .map(|(c, k)| k.source_expr(&quote_ident(c)))
-        .collect();
-    let sql = format!("SELECT {} {from}", exprs.join(", "));
-    let key_index: Vec<usize> = table
+    let mut reader = Reader::new(client, table, from).await?;
+    while reader.advance().await? {
+        each(
+            reader.layout.key(&reader.values),
+            reader.layout.row(&reader.values),
+        );
+    }
+    Ok(())
+}
+
+/// Every row of `table` in primary-key order ([`Kind::order_expr`], as
+/// [`KeyOrder`] compares), in chunks of `chunk` rows sent to `to`. A read
+/// that fails sends its error; a closed channel (the merge stopped) ends it.
+pub async fn send_ordered(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+    chunk: usize,
+    to: &tokio::sync::mpsc::Sender<Result<Vec<Keyed>, Error>>,
+) {
+    let read = async {
+        // Qualified: a bare name in ORDER BY would sort by the output column
+        // of that name, the column's canonical TEXT (`10001` after `100000`).
+        let order: Vec<String> = table
+            .key
+            .iter()
+            .map(|k| key_kind(table, k).order_expr(&format!("lp_t.{}", quote_ident(k))))
+            .collect();
+        let from = format!("FROM {} AS lp_t ORDER BY {}", table.name, order.join(", "));
+        let mut reader = Reader::new(client, table, &from).await?;
+        let mut rows = Vec::with_capacity(chunk);
+        while reader.advance().await? {
+            let (key, spans) = reader.layout.key_and_spans(&reader.values);
+            rows.push(Keyed {
+                key,
+                row: reader.layout.row(&reader.values),
+                spans,
+            });
+            if rows.len() == chunk {
+                let full = std::mem::replace(&mut rows, Vec::with_capacity(chunk));
+                if to.send(Ok(full)).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        if !rows.is_empty() {
+            let _ = to.send(Ok(rows)).await;
+        }
+        Ok(())
+    };
+    if let Err(e) = read.await {
+        let _ = to.send(Err(e)).await;
+    }
+}
+
+/// The order of `table`'s primary key.
+#[must_use]
+pub fn key_order(table: &SourceTable) -> KeyOrder {
+    let columns: Vec<(&str, Kind)> = table
         .key
         .iter()
-        .map(|k| {
-            table
-                .columns
-                .iter()
-                .position(|(c, _)| c == k)
-                .ok_or_else(|| Error::KeyColumnMissing {
-                    table: table.name.clone(),
-                    column: k.clone(),
-                })
+        .map(|k| (k.as_str(), key_kind(table, k)))
+        .collect();
+    KeyOrder::new(&columns)
+}
+
+/// The kind of key column `k` (a key column is always among the columns:
+/// [`describe`] reads both from the catalog).
+fn key_kind(table: &SourceTable, k: &str) -> Kind {
+    table
+        .columns
+        .iter()
+        .find(|(c, _)| c == k)
+        .map_or(Kind::Text, |(_, kind)| *kind)
+}
+
+/// A streaming `SELECT` of a table's columns, each row's values in
+/// canonical form in one set of buffers reused row after row.
+struct Reader<'t> {
+    table: &'t SourceTable,
+    rows: std::pin::Pin<Box<tokio_postgres::RowStream>>,
+    layout: canonical::Layout<'t>,
+    values: Vec<String>,
+}
+
+impl<'t> Reader<'t> {
+    async fn new(
+        client: &tokio_postgres::Client,
+        table: &'t SourceTable,
+        from: &str,
+    ) -> Result<Self, Error> {
+        let exprs: Vec<String> = table
+            .columns
+            .iter()
+            .map(|(c, k)| k.source_expr(&quote_ident(c)))
+            .collect();
+        let sql = format!("SELECT {} {from}", exprs.join(", "));
+        let key_index: Vec<usize> = table
+            .key
+            .iter()
+            .map(|k| {
+                table
+                    .columns
+                    .iter()
+                    .position(|(c, _)| c == k)
+                    .ok_or_else(|| Error::KeyColumnMissing {
+                        table: table.name.clone(),
+                        column: k.clone(),
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let rows = client
+            .query_raw(&sql, std::iter::empty::<&str>())
+            .await
+            .map_err(Error::source_query(format!("read {}", table.name)))?;
+        Ok(Self {
+            table,
+            rows: Box::pin(rows),
+            layout: canonical::Layout::new(
+                table.columns.iter().map(|(c, _)| c.as_str()).collect(),
+                key_index,
+            ),
+            values: vec![String::new(); table.columns.len()],
         })
-        .collect::<Result<_, _>>()?;
-    let stream = client
-        .query_raw(&sql, std::iter::empty::<&str>())
-        .await
-        .map_err(Error::source_query(format!("read {}", table.name)))?;
-    futures_util::pin_mut!(stream);
-    let layout = canonical::Layout::new(
-        table.columns.iter().map(|(c, _)| c.as_str()).collect(),
-        key_index,
-    );
-    // One buffer per column, reused row after row.
-    let mut values = vec![String::new(); table.columns.len()];
-    while let Some(record) = stream.try_next().await.map_err(|source| Error::Source {
-        what: format!("read {}", table.name),
-        source,
-    })? {
-        for (i, (name, kind)) in table.columns.iter().enumerate() {
+    }
+
+    /// Read the next row's canonical values into `values` (column order);
+    /// false at the end.
+    async fn advance(&mut self) -> Result<bool, Error> {
+        let Some(record) = self.rows.try_next().await.map_err(|source| Error::Source {
+            what: format!("read {}", self.table.name),
+            source,
+        })?
+        else {
+            return Ok(false);
+        };
+        for (i, (name, kind)) in self.table.columns.iter().enumerate() {
             let text: Option<&str> = record.get(i);
-            values[i].clear();
-            kind.write_source_text(text, &mut values[i])
+            self.values[i].clear();
+            kind.write_source_text(text, &mut self.values[i])
                 .map_err(|source| Error::Column {
-                    table: table.name.clone(),
+                    table: self.table.name.clone(),
                     column: name.clone(),
                     source,
                 })?;
         }
-        each(layout.key(&values), layout.row(&values));
+        Ok(true)
     }
-    Ok(())
 }
 
 /// `"name"` with embedded quotes doubled.

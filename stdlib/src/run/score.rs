@@ -31,7 +31,9 @@ pub(super) async fn score(
     let workload = crate::workloads::of_plan(plan)?;
     let lakes = crate::consumer::lakes(&options.consumers, &plan.declared, names, &workload);
     let tables: Vec<&str> = workload.table_names();
-    let scored = reconcile::reconcile(source, lake, &tables, &lakes).await?;
+    // The row tables cost memory for every row: kept only if an assertion reads them.
+    let rows = reconcile::RowTables::for_queries(plan.assertions.iter().map(|a| a.sql.as_str()));
+    let scored = reconcile::reconcile(source, lake, &tables, &lakes, rows).await?;
     for consumer in &options.consumers {
         record
             .wrong_rows

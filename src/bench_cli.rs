@@ -1,9 +1,11 @@
-//! `cargo bench --profile dev --bench reconcile`: how fast the reconciler compares a source
-//! table with a lake table (rows/s), next to reference comparisons of the
-//! SAME rows on the same machine: `reladiff` (PyPI) comparing the source
-//! table with a `PostgreSQL` copy of the lake side, and the raw read cost
-//! (`COPY … TO STDOUT` of the source + a full DataFusion scan of the lake).
-//! Figures, not a test: the machines are shared and noisy (docs/benchmarks.md).
+//! `lossproof bench reconcile`: how fast the reconciler compares a source
+//! table with a lake table (rows/s, peak RSS), next to reference comparisons
+//! of the SAME rows on the same machine: `reladiff` (PyPI) comparing the
+//! source table with a `PostgreSQL` copy of the lake side, and the raw read
+//! cost (`COPY … TO STDOUT` of the source + a full DataFusion scan of the
+//! lake). Figures, not a test: the machines are shared and noisy
+//! (docs/benchmarks.md). Part of the binary, so the figures are those of the
+//! build a user runs (`cargo build --release`).
 //!
 //! The rows are derived from the id alone, by the same rule in SQL
 //! ([`source_select`]) and in Rust ([`lake_batch`]), so 99% match exactly.
@@ -27,29 +29,8 @@ use lossproof_runtime::Lake;
 use lossproof_runtime::lake::{Commit, write_data_files};
 use lossproof_runtime::reconcile::{self, ConsumerLake, DiffKind};
 
-use common::BenchResult;
-
-mod common;
-
-/// The reconciler's rate (rows/s) over a source table and a lake table with
-/// 1% differences, next to reladiff and the raw read cost, on the running
-/// local stack.
-#[derive(clap::Parser)]
-struct Args {
-    #[arg(long, default_value = ".lossproof")]
-    state: PathBuf,
-    /// Source rows (repeat for several sizes).
-    #[arg(long = "rows", default_values_t = [1_000_000])]
-    rows: Vec<u64>,
-    /// Skip the reladiff reference (PyPI, installed into ~/.cache/lossproof/venv-reladiff).
-    #[arg(long)]
-    no_reladiff: bool,
-}
-
-fn main() -> std::process::ExitCode {
-    let args = <Args as clap::Parser>::parse_from(common::args());
-    common::exit(reconcile(&args.state, &args.rows, !args.no_reladiff))
-}
+/// An error the benchmark stops on (exit 2).
+type BenchResult<T> = crate::CliResult<T>;
 
 /// The source table (and the Iceberg table's name: the reconciler matches by name).
 const TABLE: &str = "bench_rows";
@@ -214,15 +195,40 @@ fn lake_batch(schema: &SchemaRef, ids: std::ops::Range<i64>, n: i64) -> BenchRes
 }
 
 /// One line of the results table.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Measured {
     method: String,
     rows: u64,
     seconds: f64,
+    /// Peak resident set of the process that did the work, in MB: each
+    /// method runs in a process of its own (PostgreSQL's server memory is
+    /// in no line).
+    peak_rss_mb: Option<u64>,
     note: String,
+    /// It found (read) exactly what it should have.
+    exact: bool,
 }
 
-fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bool> {
-    let (stack, ports) = common::running(state)?;
+/// The methods measured in a process of their own ([`one`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Step {
+    /// `reconcile::reconcile` over the bench tables.
+    Reconciler,
+    /// `COPY bench_rows TO STDOUT`.
+    Copy,
+    /// A DataFusion scan of the lake table.
+    Scan,
+}
+
+/// The reconciler's rate (rows/s) and peak RSS over a source table and a
+/// lake table with 1% differences, next to reladiff and the raw read cost,
+/// on the running local stack. True if every method found exactly the
+/// planted differences.
+pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bool> {
+    let stack = lossproof_runtime::Stack::open(state)?;
+    let ports = stack
+        .ports()
+        .map_err(|e| format!("{e} --state {}", state.display()))?;
     let reladiff = if with_reladiff {
         match ensure_reladiff() {
             Ok(path) => Some(path),
@@ -236,7 +242,7 @@ fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bo
     } else {
         None
     };
-    let runtime = common::runtime()?;
+    let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
@@ -247,7 +253,7 @@ fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bo
         );
         let mut all_ok = true;
         for &n in sizes {
-            let result = measure(&source, &lake, n, reladiff.as_deref(), &url).await;
+            let result = measure(state, &source, &lake, n, reladiff.as_deref(), &url).await;
             let cleaned = clean_up(&source, &lake).await;
             all_ok &= result?;
             cleaned?;
@@ -259,6 +265,7 @@ fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bo
 /// One size: set up both sides, time every method, print the table. True
 /// if every method found exactly the planted differences.
 async fn measure(
+    state: &Path,
     source: &tokio_postgres::Client,
     lake: &Lake,
     n: u64,
@@ -293,11 +300,19 @@ async fn measure(
         started.elapsed().as_secs_f64()
     );
 
-    let (reconciler, mut ok) = time_reconciler(source, lake, n, planted).await?;
-    let mut results = vec![reconciler];
-    let (raw, raw_ok) = time_raw_read(source, lake, n, lake_rows).await?;
-    results.extend(raw);
-    ok &= raw_ok;
+    let mut results = Vec::new();
+    for step in [Step::Reconciler, Step::Copy, Step::Scan] {
+        results.push(in_own_process(state, n, step)?);
+    }
+    let (copy, scan) = (&results[1], &results[2]);
+    results.push(Measured {
+        method: "raw read (COPY + scan)".into(),
+        rows: n,
+        seconds: copy.seconds + scan.seconds,
+        peak_rss_mb: copy.peak_rss_mb.max(scan.peak_rss_mb),
+        note: String::new(),
+        exact: copy.exact && scan.exact,
+    });
     if let Some(reladiff) = reladiff {
         let started = Instant::now();
         create_pg_table(source, LAKE_COPY, &source_select(n, true)).await?;
@@ -307,38 +322,43 @@ async fn measure(
         );
         for algorithm in ["hashdiff", "joindiff"] {
             let started = Instant::now();
-            let (found, note) = run_reladiff(reladiff, url, algorithm)?;
+            let (found, rss, note) = run_reladiff(reladiff, url, algorithm)?;
             let seconds = started.elapsed().as_secs_f64();
-            if found != planted {
+            let exact = found == planted;
+            if !exact {
                 println!(
                     "reladiff {algorithm}: planted {planted:?}, found {found:?}  <-- MISMATCH"
                 );
-                ok = false;
             }
             results.push(Measured {
                 method: format!("reladiff --algorithm {algorithm}"),
                 rows: n,
                 seconds,
+                peak_rss_mb: rss,
                 note,
+                exact,
             });
         }
     }
 
     println!(
-        "{:<30} {:>11} {:>9} {:>11}  note",
-        "method", "rows", "seconds", "rows/s"
+        "{:<30} {:>11} {:>9} {:>11} {:>13}  note",
+        "method", "rows", "seconds", "rows/s", "peak RSS MB"
     );
     for r in &results {
         println!(
-            "{:<30} {:>11} {:>9.2} {:>11.0}  {}",
+            "{:<30} {:>11} {:>9.2} {:>11.0} {:>13}  {}{}",
             r.method,
             r.rows,
             r.seconds,
             r.rows as f64 / r.seconds,
-            r.note
+            r.peak_rss_mb
+                .map_or_else(|| "?".to_owned(), |mb| mb.to_string()),
+            r.note,
+            if r.exact { "" } else { "  <-- MISMATCH" }
         );
     }
-    Ok(ok)
+    Ok(results.iter().all(|r| r.exact))
 }
 
 /// `CREATE TABLE name` of the bench's columns, filled by `select`.
@@ -359,15 +379,90 @@ async fn create_pg_table(
     Ok(())
 }
 
-/// `reconcile::reconcile` over the bench tables: its line of the table, and
-/// whether it found exactly the planted differences.
+/// Run `step` over the bench tables in a fresh `lossproof bench
+/// reconcile-step` process (so no method's memory is another's), under
+/// [`PEAK_RSS_WRAPPER`]: its line of the table.
+fn in_own_process(state: &Path, n: u64, step: Step) -> BenchResult<Measured> {
+    let exe = std::env::current_exe().map_err(|e| format!("this executable: {e}"))?;
+    let step_name = clap::ValueEnum::to_possible_value(&step)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    let mut command = Command::new("python3");
+    command
+        .args(["-c", PEAK_RSS_WRAPPER])
+        .arg(exe)
+        .args(["bench", "reconcile-step", "--step", &step_name])
+        .arg("--rows")
+        .arg(n.to_string())
+        .arg("--state")
+        .arg(state);
+    let (stdout, rss) = with_peak_rss(command, &format!("bench reconcile-step {step_name}"))?;
+    let mut measured: Measured = serde_json::from_str(stdout.trim()).map_err(|e| {
+        format!("bench reconcile-step {step_name} printed no result ({e}): {stdout}")
+    })?;
+    measured.peak_rss_mb = rss;
+    Ok(measured)
+}
+
+/// `lossproof bench reconcile-step`: one method over the tables `bench
+/// reconcile` set up, its [`Measured`] line printed as JSON.
+pub fn step(state: &Path, n: u64, step: Step) -> BenchResult<bool> {
+    let stack = lossproof_runtime::Stack::open(state)?;
+    let ports = stack
+        .ports()
+        .map_err(|e| format!("{e} --state {}", state.display()))?;
+    let runtime = crate::stack_cli::runtime()?;
+    let measured = runtime.block_on(async {
+        let database = lossproof_runtime::stack::SOURCE_DATABASE;
+        let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
+        let lake = Lake::open(stack.state().root()).await?;
+        match step {
+            Step::Reconciler => time_reconciler(&source, &lake, n).await,
+            Step::Copy => {
+                let started = Instant::now();
+                let (copied, bytes) = copy_out(&source).await?;
+                Ok(Measured {
+                    method: "COPY source TO STDOUT".into(),
+                    rows: copied,
+                    seconds: started.elapsed().as_secs_f64(),
+                    peak_rss_mb: None,
+                    note: format!("{:.0} MB of text", bytes as f64 / 1e6),
+                    exact: copied == n,
+                })
+            }
+            Step::Scan => {
+                let started = Instant::now();
+                let scanned = scan_lake(&lake).await?;
+                Ok(Measured {
+                    method: "DataFusion scan of the lake".into(),
+                    rows: scanned,
+                    seconds: started.elapsed().as_secs_f64(),
+                    peak_rss_mb: None,
+                    note: String::new(),
+                    exact: scanned == lake_rows_of(n),
+                })
+            }
+        }
+    })?;
+    println!("{}", serde_json::to_string(&measured)?);
+    Ok(measured.exact)
+}
+
+/// Rows of the lake side of an `n`-row source: the missing ones gone, the
+/// extra ones added.
+fn lake_rows_of(n: u64) -> u64 {
+    let planted = Planted::of(n);
+    n - planted.missing + planted.extra
+}
+
+/// `reconcile::reconcile` over the bench tables: its line of the table
+/// (exact if it found exactly the planted differences).
 async fn time_reconciler(
     source: &tokio_postgres::Client,
     lake: &Lake,
     n: u64,
-    planted: Planted,
-) -> BenchResult<(Measured, bool)> {
-    reset_peak_rss();
+) -> BenchResult<Measured> {
+    let planted = Planted::of(n);
     let consumer = ConsumerLake {
         changelog: false,
         consumer: "bench".into(),
@@ -375,7 +470,14 @@ async fn time_reconciler(
         views: std::collections::HashMap::new(),
     };
     let started = Instant::now();
-    let found = reconcile::reconcile(source, lake, &[TABLE], &[consumer]).await?;
+    let found = reconcile::reconcile(
+        source,
+        lake,
+        &[TABLE],
+        &[consumer],
+        reconcile::RowTables::Skip,
+    )
+    .await?;
     let seconds = started.elapsed().as_secs_f64();
     let counts = &found
         .summary
@@ -389,69 +491,22 @@ async fn time_reconciler(
         extra: kind(DiffKind::Extra),
     };
     let exact = got == planted && counts.wrong == planted.total();
-    println!(
-        "reconciler, {n} rows: planted {} differences ({} missing, {} wrong, {} extra), \
-         found {} ({} missing, {} wrong, {} extra){}",
-        planted.total(),
-        planted.missing,
-        planted.wrong,
-        planted.extra,
-        counts.wrong,
-        got.missing,
-        got.wrong,
-        got.extra,
-        if exact { "" } else { "  <-- MISMATCH" }
-    );
-    let measured = Measured {
+    let how = if found.in_memory.is_empty() {
+        "streamed".to_owned()
+    } else {
+        format!("in memory: {}", found.in_memory[0].2)
+    };
+    Ok(Measured {
         method: "lossproof reconcile".into(),
         rows: n,
         seconds,
-        note: peak_rss().map_or_else(String::new, |mb| format!("peak RSS {mb} MB")),
-    };
-    Ok((measured, exact))
-}
-
-/// The raw read cost: COPY out of the source + a DataFusion scan of the
-/// lake; and whether both read every row.
-async fn time_raw_read(
-    source: &tokio_postgres::Client,
-    lake: &Lake,
-    n: u64,
-    lake_rows: u64,
-) -> BenchResult<(Vec<Measured>, bool)> {
-    let started = Instant::now();
-    let (copied, bytes) = copy_out(source).await?;
-    let copy_secs = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let scanned = scan_lake(lake).await?;
-    let scan_secs = started.elapsed().as_secs_f64();
-    let ok = copied == n && scanned == lake_rows;
-    if !ok {
-        println!(
-            "raw read: COPY gave {copied} rows (expected {n}), the scan {scanned} (expected {lake_rows})"
-        );
-    }
-    let measured = vec![
-        Measured {
-            method: "COPY source TO STDOUT".into(),
-            rows: copied,
-            seconds: copy_secs,
-            note: format!("{:.0} MB of text", bytes as f64 / 1e6),
-        },
-        Measured {
-            method: "DataFusion scan of the lake".into(),
-            rows: scanned,
-            seconds: scan_secs,
-            note: String::new(),
-        },
-        Measured {
-            method: "raw read (COPY + scan)".into(),
-            rows: n,
-            seconds: copy_secs + scan_secs,
-            note: String::new(),
-        },
-    ];
-    Ok((measured, ok))
+        peak_rss_mb: None,
+        note: format!(
+            "found {} ({} missing, {} wrong, {} extra), {how}",
+            counts.wrong, got.missing, got.wrong, got.extra
+        ),
+        exact,
+    })
 }
 
 /// Create the lake table afresh and write the lake side into it in Arrow
@@ -538,27 +593,54 @@ async fn scan_lake(lake: &Lake) -> BenchResult<u64> {
     Ok(rows)
 }
 
-/// Run `reladiff --stats --json` over the two PostgreSQL tables: the
-/// differences it reports (exclusive to the source, changed, exclusive to
-/// the lake copy) and a note.
-fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> BenchResult<(Planted, String)> {
-    let output = Command::new(reladiff)
-        .args([
-            url, TABLE, LAKE_COPY, "-k", "id", "-c", "name", "-c", "amount", "-c", "at",
-        ])
-        .args(["--algorithm", algorithm, "--stats", "--json"])
-        .output()
-        .map_err(|e| format!("run {}: {e}", reladiff.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
+/// Runs the command in its arguments and, after it, prints the peak RSS
+/// (KB) of that child alone to stderr: the figure `wait4` gives, from a
+/// Python that only waits (its own memory is not in `RUSAGE_CHILDREN`).
+const PEAK_RSS_WRAPPER: &str = "import resource, subprocess, sys\n\
+r = subprocess.run(sys.argv[1:])\n\
+sys.stderr.write('lossproof-peak-rss-kb %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+sys.exit(r.returncode)\n";
+
+/// Run `command` (a [`PEAK_RSS_WRAPPER`] around the real one): its stdout
+/// and the wrapped command's peak RSS in MB; an error if it failed.
+fn with_peak_rss(mut command: Command, what: &str) -> BenchResult<(String, Option<u64>)> {
+    let output = command.output().map_err(|e| format!("run {what}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let rss = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("lossproof-peak-rss-kb "))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb / 1024);
     if !output.status.success() {
         return Err(format!(
-            "reladiff {algorithm} failed ({}): {}{}",
+            "{what} failed ({}): {}{}",
             output.status,
             stdout.trim(),
-            String::from_utf8_lossy(&output.stderr).trim()
+            stderr.trim()
         )
         .into());
     }
+    Ok((stdout, rss))
+}
+
+/// Run `reladiff --stats --json` over the two PostgreSQL tables: the
+/// differences it reports (exclusive to the source, changed, exclusive to
+/// the lake copy), its peak RSS in MB and a note.
+fn run_reladiff(
+    reladiff: &Path,
+    url: &str,
+    algorithm: &str,
+) -> BenchResult<(Planted, Option<u64>, String)> {
+    let mut command = Command::new(reladiff.with_file_name("python"));
+    command
+        .args(["-c", PEAK_RSS_WRAPPER])
+        .arg(reladiff)
+        .args([
+            url, TABLE, LAKE_COPY, "-k", "id", "-c", "name", "-c", "amount", "-c", "at",
+        ])
+        .args(["--algorithm", algorithm, "--stats", "--json"]);
+    let (stdout, rss) = with_peak_rss(command, &format!("reladiff {algorithm}"))?;
     let stats: serde_json::Value = serde_json::from_str(stdout.trim())
         .map_err(|e| format!("reladiff {algorithm} printed no JSON ({e}): {stdout}"))?;
     let count = |key: &str| {
@@ -576,7 +658,7 @@ fn run_reladiff(reladiff: &Path, url: &str, algorithm: &str) -> BenchResult<(Pla
         .pointer("/stats/rows_downloaded")
         .and_then(serde_json::Value::as_u64)
         .map_or_else(String::new, |d| format!(", {d} rows downloaded"));
-    Ok((found, format!("found {}{downloaded}", found.total())))
+    Ok((found, rss, format!("found {}{downloaded}", found.total())))
 }
 
 /// reladiff in a venv under ~/.cache/lossproof (created and installed from
@@ -635,17 +717,4 @@ async fn clean_up(source: &tokio_postgres::Client, lake: &Lake) -> BenchResult<(
     // The (now empty) folders the table's files were in.
     let _ = std::fs::remove_dir_all(lake.warehouse().join(NAMESPACE));
     Ok(())
-}
-
-/// Reset this process's peak resident set (Linux `clear_refs`); ignored elsewhere.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// This process's peak resident set in MB since the last reset (Linux).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
 }
