@@ -68,6 +68,7 @@ pub use maintenance::{
 };
 pub use read::ReadError;
 pub use schema::{SchemaChange, SchemaError, check_evolution, check_promotion};
+pub use sql::SESSION_MEMORY;
 
 /// The catalog name both iceberg-rust and pyiceberg use for the lake (the
 /// value of the `catalog_name` column).

@@ -69,18 +69,9 @@ impl Kind {
         })
     }
 
-    /// The SQL that reads column `c` as text PostgreSQL renders exactly
-    /// (timestamps as epoch microseconds, exact).
-    #[must_use]
-    pub fn source_expr(self, c: &str) -> String {
-        match self {
-            Self::Timestamptz => format!("(extract(epoch from {c}) * 1000000)::bigint::text"),
-            Self::Float => format!("{c}::float8::text"),
-            Self::Int | Self::Decimal | Self::Text | Self::Bool => format!("{c}::text"),
-        }
-    }
-
-    /// Canonical form of the text [`Kind::source_expr`] produced.
+    /// Canonical form of a value given as text: an integer, a decimal, a
+    /// timestamp as epoch microseconds, text, `true`/`false` (or `t`/`f`), a
+    /// float (`NaN`, `Infinity`); what change events carry (`changelog.rs`).
     pub fn from_source_text(self, text: Option<&str>) -> Result<String, CanonicalError> {
         let mut out = String::new();
         self.write_source_text(text, &mut out)?;
@@ -88,7 +79,7 @@ impl Kind {
     }
 
     /// [`Kind::from_source_text`], appended to `out` (nothing is appended
-    /// on an error). The reader's hot path: no allocation of its own.
+    /// on an error), with no allocation of its own.
     pub fn write_source_text(
         self,
         text: Option<&str>,
@@ -219,6 +210,163 @@ fn cmp_quoted(a: &str, b: &str) -> std::cmp::Ordering {
             text(a).cmp(&text(b))
         }
     }
+}
+
+impl Kind {
+    /// The canonical form of a value PostgreSQL sent in its binary format
+    /// (a column of type `ty`, read as it is stored: no cast, no text
+    /// rendering on the server), appended to `out`. A type this kind does
+    /// not read is [`CanonicalError::Unsupported`], never a guess.
+    pub fn write_binary(
+        self,
+        ty: &tokio_postgres::types::Type,
+        raw: Option<&[u8]>,
+        out: &mut String,
+    ) -> Result<(), CanonicalError> {
+        use tokio_postgres::types::Type;
+        let Some(b) = raw else {
+            out.push_str(NULL);
+            return Ok(());
+        };
+        let bad = || CanonicalError::BadValue {
+            kind: self,
+            value: format!("{ty} value {b:02x?}"),
+        };
+        let int = |b: &[u8]| -> Option<i64> {
+            Some(match b.len() {
+                2 => i64::from(i16::from_be_bytes(b.try_into().ok()?)),
+                4 => i64::from(i32::from_be_bytes(b.try_into().ok()?)),
+                8 => i64::from_be_bytes(b.try_into().ok()?),
+                _ => return None,
+            })
+        };
+        match (self, ty) {
+            (Self::Int, &Type::INT2 | &Type::INT4 | &Type::INT8) => {
+                out.push_str(itoa::Buffer::new().format(int(b).ok_or_else(bad)?));
+            }
+            (Self::Decimal, &Type::NUMERIC) => {
+                if !numeric_binary_into(b, out) {
+                    return Err(bad());
+                }
+            }
+            (Self::Timestamptz, &Type::TIMESTAMPTZ) => {
+                // Microseconds since 2000-01-01 UTC; ±infinity are the extremes.
+                let micros = int(b)
+                    .filter(|m| *m != i64::MAX && *m != i64::MIN)
+                    .ok_or_else(bad)?;
+                timestamp_micros_into(
+                    micros.checked_add(POSTGRES_EPOCH_MICROS).ok_or_else(bad)?,
+                    out,
+                );
+            }
+            (
+                Self::Text,
+                &Type::TEXT | &Type::VARCHAR | &Type::BPCHAR | &Type::NAME | &Type::JSON,
+            ) => {
+                quoted_into(std::str::from_utf8(b).map_err(|_| bad())?, out);
+            }
+            // jsonb: a version byte (1), then the text PostgreSQL renders.
+            (Self::Text, &Type::JSONB) => match b.split_first() {
+                Some((1, rest)) => {
+                    quoted_into(std::str::from_utf8(rest).map_err(|_| bad())?, out);
+                }
+                _ => return Err(bad()),
+            },
+            (Self::Text, &Type::UUID) => {
+                let bytes: [u8; 16] = b.try_into().map_err(|_| bad())?;
+                let mut hex = String::with_capacity(36);
+                for (i, byte) in bytes.iter().enumerate() {
+                    if matches!(i, 4 | 6 | 8 | 10) {
+                        hex.push('-');
+                    }
+                    let _ = write!(hex, "{byte:02x}");
+                }
+                quoted_into(&hex, out);
+            }
+            (Self::Bool, &Type::BOOL) => out.push_str(match b {
+                [0] => "false",
+                [1] => "true",
+                _ => return Err(bad()),
+            }),
+            (Self::Float, &Type::FLOAT4) => {
+                let v = f32::from_be_bytes(b.try_into().map_err(|_| bad())?);
+                out.push_str(&float(f64::from(v)));
+            }
+            (Self::Float, &Type::FLOAT8) => {
+                out.push_str(&float(f64::from_be_bytes(b.try_into().map_err(|_| bad())?)));
+            }
+            _ => {
+                return Err(CanonicalError::Unsupported(format!(
+                    "{ty} read as {self:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 2000-01-01T00:00:00Z, PostgreSQL's epoch, in Unix microseconds.
+const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// A `numeric` in PostgreSQL's binary format (digit count, weight of the
+/// first base-10000 digit, sign, display scale, digits) appended in
+/// canonical form; false for what is no decimal value (`NaN`, infinities)
+/// or malformed bytes.
+fn numeric_binary_into(b: &[u8], out: &mut String) -> bool {
+    let word = |i: usize| b.get(i..i + 2).map(|w| u16::from_be_bytes([w[0], w[1]]));
+    let (Some(ndigits), Some(weight), Some(sign)) = (word(0), word(2), word(4)) else {
+        return false;
+    };
+    // The weight is a signed 16-bit number (negative: a fraction below 1).
+    let (ndigits, weight) = (
+        usize::from(ndigits),
+        i32::from(i16::from_be_bytes(weight.to_be_bytes())),
+    );
+    if b.len() != 8 + 2 * ndigits || !matches!(sign, 0x0000 | 0x4000) {
+        return false;
+    }
+    let digit = |g: i32| {
+        usize::try_from(g)
+            .ok()
+            .filter(|g| *g < ndigits)
+            .and_then(|g| word(8 + 2 * g))
+            .unwrap_or(0)
+    };
+    if ndigits == 0 {
+        out.push('0');
+        return true;
+    }
+    if sign == 0x4000 {
+        out.push('-');
+    }
+    // The integer part: groups 0..=weight, the first without its zeros.
+    let mut started = false;
+    for g in 0..=weight {
+        let d = digit(g);
+        if started {
+            let _ = write!(out, "{d:04}");
+        } else if d != 0 {
+            let _ = write!(out, "{d}");
+            started = true;
+        }
+    }
+    if !started {
+        out.push('0');
+    }
+    // The fraction: groups after `weight`, without trailing zeros.
+    let last = i32::try_from(ndigits).unwrap_or(i32::MAX) - 1;
+    if last > weight {
+        out.push('.');
+        for g in weight + 1..=last {
+            let _ = write!(out, "{:04}", digit(g));
+        }
+        let trimmed = out.trim_end_matches('0').len();
+        out.truncate(trimmed);
+        if out.ends_with('.') {
+            out.pop();
+        }
+    }
+    true
 }
 
 /// True if `t` is exactly what `t.parse::<i128>()?.to_string()` gives:
@@ -446,11 +594,11 @@ pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, CanonicalError> 
     }
     fn number<T: arrow_array::ArrowPrimitiveType>(array: &ArrayRef) -> Renderer<'_>
     where
-        T::Native: std::fmt::Display,
+        T::Native: itoa::Integer,
     {
         let values = array.as_primitive::<T>();
         each(array, move |i, out| {
-            let _ = write!(out, "{}", values.value(i));
+            out.push_str(itoa::Buffer::new().format(values.value(i)));
         })
     }
     Ok(match array.data_type() {
@@ -617,6 +765,93 @@ pub fn strings<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PostgreSQL's binary `numeric`: (weight, negative, base-10000 digits).
+    fn numeric(weight: i16, negative: bool, digits: &[u16]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend((digits.len() as u16).to_be_bytes());
+        b.extend(weight.to_be_bytes());
+        b.extend((if negative { 0x4000u16 } else { 0 }).to_be_bytes());
+        b.extend(4u16.to_be_bytes());
+        for d in digits {
+            b.extend(d.to_be_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn binary_values_read_as_their_text_reads() {
+        use tokio_postgres::types::Type;
+        let read = |kind: Kind, ty: &Type, b: &[u8]| {
+            let mut out = String::new();
+            kind.write_binary(ty, Some(b), &mut out).map(|()| out)
+        };
+        for (b, text) in [
+            (numeric(0, false, &[12, 5000]), "12.5"),
+            (numeric(-1, false, &[1]), "0.0001"),
+            (numeric(-2, false, &[1000]), "0.00001"),
+            (numeric(1, false, &[1]), "10000"),
+            (numeric(1, true, &[12, 3456, 7890]), "-123456.789"),
+            (numeric(2, false, &[9, 0, 0, 5]), "900000000.0005"),
+            (numeric(0, false, &[]), "0"),
+        ] {
+            assert_eq!(
+                read(Kind::Decimal, &Type::NUMERIC, &b).unwrap(),
+                decimal(text).unwrap(),
+                "{text}"
+            );
+        }
+        let nan = [0, 0, 0, 0, 0xC0, 0, 0, 0];
+        assert!(
+            read(Kind::Decimal, &Type::NUMERIC, &nan).is_err(),
+            "NaN is no decimal value"
+        );
+        assert_eq!(
+            read(Kind::Int, &Type::INT2, &(-7i16).to_be_bytes()).unwrap(),
+            "-7"
+        );
+        assert_eq!(
+            read(Kind::Int, &Type::INT8, &i64::MIN.to_be_bytes()).unwrap(),
+            i64::MIN.to_string()
+        );
+        // 2026-11-30T03:51:11.1234Z: microseconds since 2000-01-01.
+        let micros = 1_796_010_671_123_400i64 - POSTGRES_EPOCH_MICROS;
+        assert_eq!(
+            read(Kind::Timestamptz, &Type::TIMESTAMPTZ, &micros.to_be_bytes()).unwrap(),
+            Kind::Timestamptz
+                .from_source_text(Some("1796010671123400"))
+                .unwrap()
+        );
+        assert!(
+            read(
+                Kind::Timestamptz,
+                &Type::TIMESTAMPTZ,
+                &i64::MAX.to_be_bytes()
+            )
+            .is_err(),
+            "infinity"
+        );
+        let uuid = [
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0, 1, 2, 3, 4, 5, 6, 7,
+        ];
+        assert_eq!(
+            read(Kind::Text, &Type::UUID, &uuid).unwrap(),
+            "\"12345678-9abc-def0-0001-020304050607\""
+        );
+        assert_eq!(
+            read(Kind::Text, &Type::JSONB, b"\x01{\"a\": 1}").unwrap(),
+            quoted("{\"a\": 1}")
+        );
+        assert_eq!(
+            read(Kind::Float, &Type::FLOAT4, &0.1f32.to_be_bytes()).unwrap(),
+            float(f64::from(0.1f32))
+        );
+        assert_eq!(read(Kind::Bool, &Type::BOOL, &[1]).unwrap(), "true");
+        assert!(matches!(
+            read(Kind::Int, &Type::TEXT, b"1"),
+            Err(CanonicalError::Unsupported(_))
+        ));
+    }
 
     #[test]
     fn equal_values_in_different_representations_are_one_string() {

@@ -128,21 +128,11 @@ struct Key<'a> {
 
 impl<'a> Key<'a> {
     fn new(table: &'a SourceTable) -> Result<Self, Error> {
-        let columns = table
-            .key
-            .iter()
-            .map(|k| {
-                table
-                    .columns
-                    .iter()
-                    .find(|(n, _)| n == k)
-                    .map(|(n, kind)| (n.as_str(), *kind))
-                    .ok_or_else(|| Error::KeyColumnMissing {
-                        table: table.name.clone(),
-                        column: k.clone(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let columns: Vec<(&str, Kind)> = table
+            .key_columns()?
+            .into_iter()
+            .map(|(_, name, kind)| (name, kind))
+            .collect();
         let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
         let layout = canonical::Layout::new(names, (0..columns.len()).collect());
         Ok(Self { columns, layout })

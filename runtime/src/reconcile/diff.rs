@@ -1,5 +1,7 @@
 //! Comparing one table's source rows with one consumer's lake rows, by
-//! primary key, into diff rows of a kind.
+//! primary key, into diff rows of a kind: the kinds, and the in-memory
+//! comparison (both sides held whole) that the streaming merge
+//! (`merge.rs`) is held to and falls back to.
 //!
 //! | kind | the lake … |
 //! |---|---|

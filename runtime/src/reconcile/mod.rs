@@ -9,6 +9,14 @@
 //! | `source_rows` | `table`, `key`, `row` |
 //! | `lake_rows` | `consumer`, `table`, `key`, `row` |
 //!
+//! Each table is compared by a streaming merge ([`merge`]): the source read
+//! in primary-key order by the server, the lake sorted by key by DataFusion
+//! (spilling to disk past [`crate::lake::SESSION_MEMORY`]), both
+//! canonicalised as they arrive and merged in one pass, so memory is the
+//! diff's and the reads' buffers, not the table's. `source_rows` and
+//! `lake_rows` hold every row: they are filled only when asked
+//! ([`RowTables`]).
+//!
 //! It describes the SOURCE and knows nothing of how a consumer works: a
 //! consumer's lake is whatever a reader of its tables sees. A consumer that
 //! stores more (tombstones, ordering columns) declares a per-table view
@@ -215,7 +223,7 @@ async fn streamed(
     keep: (bool, bool),
 ) -> Result<Found, merge::Merge> {
     use tokio::sync::mpsc;
-    let order = source::key_order(spec);
+    let order = source::key_order(spec)?;
     let (source_tx, source_rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
     let (lake_tx, lake_rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
     // The lake's reader on a worker of its own, the merge on a blocking
@@ -246,7 +254,7 @@ async fn streamed(
             chunks(lake_rx),
             |side, row| match side {
                 merge::Side::Source if keep.0 => {
-                    source_rows.push((row.key.clone(), row.row.clone()))
+                    source_rows.push((row.key.clone(), row.row.clone()));
                 }
                 merge::Side::Lake if keep.1 => lake_rows.push((row.key.clone(), row.row.clone())),
                 _ => {}
@@ -399,11 +407,7 @@ struct LakeReader<'t> {
 impl<'t> LakeReader<'t> {
     async fn new(ctx: &SessionContext, sql: &str, table: &'t SourceTable) -> Result<Self, Error> {
         let stream = ctx.sql(sql).await?.execute_stream().await?;
-        let key = table
-            .key
-            .iter()
-            .filter_map(|k| table.columns.iter().position(|(n, _)| n == k))
-            .collect();
+        let key = table.key_columns()?.iter().map(|(i, _, _)| *i).collect();
         Ok(Self {
             table,
             stream,

@@ -29,6 +29,26 @@ pub struct SourceTable {
     pub columns: Vec<(String, Kind)>,
 }
 
+impl SourceTable {
+    /// Each primary-key column, in key order: its position among the
+    /// columns, name and kind.
+    pub fn key_columns(&self) -> Result<Vec<(usize, &str, Kind)>, Error> {
+        self.key
+            .iter()
+            .map(|k| {
+                self.columns
+                    .iter()
+                    .position(|(c, _)| c == k)
+                    .map(|i| (i, k.as_str(), self.columns[i].1))
+                    .ok_or_else(|| Error::KeyColumnMissing {
+                        table: self.name.clone(),
+                        column: k.clone(),
+                    })
+            })
+            .collect()
+    }
+}
+
 /// The history table and its trigger on each of `tables` (dropped and
 /// created afresh: the workload's DDL resets its tables the same way).
 #[must_use]
@@ -187,9 +207,9 @@ pub async fn send_ordered(
         // Qualified: a bare name in ORDER BY would sort by the output column
         // of that name, the column's canonical TEXT (`10001` after `100000`).
         let order: Vec<String> = table
-            .key
-            .iter()
-            .map(|k| key_kind(table, k).order_expr(&format!("lp_t.{}", quote_ident(k))))
+            .key_columns()?
+            .into_iter()
+            .map(|(_, k, kind)| kind.order_expr(&format!("lp_t.{}", quote_ident(k))))
             .collect();
         let from = format!("FROM {} AS lp_t ORDER BY {}", table.name, order.join(", "));
         let mut reader = Reader::new(client, table, &from).await?;
@@ -219,24 +239,13 @@ pub async fn send_ordered(
 }
 
 /// The order of `table`'s primary key.
-#[must_use]
-pub fn key_order(table: &SourceTable) -> KeyOrder {
+pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
     let columns: Vec<(&str, Kind)> = table
-        .key
-        .iter()
-        .map(|k| (k.as_str(), key_kind(table, k)))
+        .key_columns()?
+        .into_iter()
+        .map(|(_, name, kind)| (name, kind))
         .collect();
-    KeyOrder::new(&columns)
-}
-
-/// The kind of key column `k` (a key column is always among the columns:
-/// [`describe`] reads both from the catalog).
-fn key_kind(table: &SourceTable, k: &str) -> Kind {
-    table
-        .columns
-        .iter()
-        .find(|(c, _)| c == k)
-        .map_or(Kind::Text, |(_, kind)| *kind)
+    Ok(KeyOrder::new(&columns))
 }
 
 /// A streaming `SELECT` of a table's columns, each row's values in
@@ -254,26 +263,12 @@ impl<'t> Reader<'t> {
         table: &'t SourceTable,
         from: &str,
     ) -> Result<Self, Error> {
-        let exprs: Vec<String> = table
-            .columns
-            .iter()
-            .map(|(c, k)| k.source_expr(&quote_ident(c)))
-            .collect();
+        // The columns as stored: sent in PostgreSQL's binary format and
+        // read by `Kind::write_binary`, no cast or text rendering on the
+        // server (half its work on a large read).
+        let exprs: Vec<String> = table.columns.iter().map(|(c, _)| quote_ident(c)).collect();
         let sql = format!("SELECT {} {from}", exprs.join(", "));
-        let key_index: Vec<usize> = table
-            .key
-            .iter()
-            .map(|k| {
-                table
-                    .columns
-                    .iter()
-                    .position(|(c, _)| c == k)
-                    .ok_or_else(|| Error::KeyColumnMissing {
-                        table: table.name.clone(),
-                        column: k.clone(),
-                    })
-            })
-            .collect::<Result<_, _>>()?;
+        let key_index: Vec<usize> = table.key_columns()?.iter().map(|(i, _, _)| *i).collect();
         let rows = client
             .query_raw(&sql, std::iter::empty::<&str>())
             .await
@@ -300,14 +295,18 @@ impl<'t> Reader<'t> {
             return Ok(false);
         };
         for (i, (name, kind)) in self.table.columns.iter().enumerate() {
-            let text: Option<&str> = record.get(i);
+            let raw: Option<Raw<'_>> = record.get(i);
             self.values[i].clear();
-            kind.write_source_text(text, &mut self.values[i])
-                .map_err(|source| Error::Column {
-                    table: self.table.name.clone(),
-                    column: name.clone(),
-                    source,
-                })?;
+            kind.write_binary(
+                record.columns()[i].type_(),
+                raw.map(|r| r.0),
+                &mut self.values[i],
+            )
+            .map_err(|source| Error::Column {
+                table: self.table.name.clone(),
+                column: name.clone(),
+                source,
+            })?;
         }
         Ok(true)
     }
@@ -317,4 +316,21 @@ impl<'t> Reader<'t> {
 #[must_use]
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A value's bytes as PostgreSQL sent them (binary format), for
+/// [`Kind::write_binary`] to read by the column's type.
+struct Raw<'a>(&'a [u8]);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Raw<'a> {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Self(raw))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
 }
