@@ -191,6 +191,15 @@ enum Command {
         /// catalog file's folder]; `s3://BUCKET/PREFIX` for Glue (required).
         #[arg(long)]
         warehouse: Option<String>,
+        /// With --source: compare only the rows this predicate selects, on
+        /// both sides (SQL PostgreSQL and DataFusion both read, e.g.
+        /// `id BETWEEN 1 AND 100000`).
+        #[arg(long = "where", requires = "source")]
+        filter: Option<String>,
+        /// With --source: leave this source column out of the comparison
+        /// (repeatable; not a key column).
+        #[arg(long = "ignore-column", requires = "source")]
+        ignore: Vec<String>,
         #[command(flatten)]
         stack: StackArgs,
         /// Consumers whose lakes to score.
@@ -619,6 +628,8 @@ fn main() -> ExitCode {
             lake: Some(lake),
             lake_table: Some(lake_table),
             warehouse,
+            filter,
+            ignore,
             out,
             ..
         } => reconcile_cli::standalone(&reconcile_cli::Standalone {
@@ -627,6 +638,8 @@ fn main() -> ExitCode {
             lake: &lake,
             lake_table: &lake_table,
             warehouse: warehouse.as_deref(),
+            filter: filter.as_deref(),
+            ignore: &ignore,
             out: out.as_deref(),
         }),
         Command::Reconcile {

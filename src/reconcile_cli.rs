@@ -94,6 +94,11 @@ pub struct Standalone<'a> {
     /// The warehouse: a folder for a SQL catalog [default: the catalog
     /// file's folder], `s3://BUCKET/PREFIX` for Glue (required).
     pub warehouse: Option<&'a str>,
+    /// Compare only the rows this predicate selects, on both sides (SQL
+    /// that PostgreSQL and DataFusion both read: `id BETWEEN 1 AND 1000`).
+    pub filter: Option<&'a str>,
+    /// Source columns left out of the comparison.
+    pub ignore: &'a [String],
     pub out: Option<&'a Path>,
 }
 
@@ -179,13 +184,21 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
             )]),
             changelog: false,
         };
-        let scored = reconcile::reconcile(
-            &source,
-            &lake,
-            &[args.table],
-            &[consumer],
-            reconcile::RowTables::Skip,
-        )
+        let scored = async {
+            let mut spec = reconcile::source::describe(&source, args.table).await?;
+            spec.filter = args.filter.map(str::to_owned);
+            for column in args.ignore {
+                spec.ignore(column)?;
+            }
+            reconcile::reconcile_tables(
+                &source,
+                &lake,
+                &[spec],
+                &[consumer],
+                reconcile::RowTables::Skip,
+            )
+            .await
+        }
         .await;
         connection.abort();
         let scored = scored?;

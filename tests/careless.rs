@@ -139,6 +139,7 @@ async fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_
     expected.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
     let found = standalone_diff(run, &url, &[&catalog], "sqlite");
     assert_eq!(found, expected);
+    narrowed_by_where_and_ignore_column(run, &url, &catalog, by_run);
     #[cfg(feature = "aws")]
     {
         let tools = lossproof_runtime::tools::Tools::from_env();
@@ -194,6 +195,71 @@ async fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_
             String::from_utf8_lossy(&missing.stderr).contains(error),
             "{lake}"
         );
+    }
+}
+
+/// `--where` narrows both sides to the rows it selects; `--ignore-column`
+/// leaves a column out (never a key column).
+fn narrowed_by_where_and_ignore_column(
+    run: &Run,
+    url: &str,
+    catalog: &str,
+    by_run: &serde_json::Value,
+) {
+    let wrong = by_run
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["table"] == "orders" && r["kind"] == "wrong")
+        .and_then(|r| r["key"].as_str())
+        .and_then(|k| k.strip_prefix("order_id="))
+        .expect("a wrong order was planted")
+        .to_owned();
+    let lake_table = format!("{}.orders", run.namespace());
+    let reconcile = |extra: &[&str]| {
+        let mut args = vec![
+            "reconcile",
+            "--source",
+            url,
+            "--table",
+            "orders",
+            "--lake",
+            catalog,
+            "--lake-table",
+            &lake_table,
+        ];
+        args.extend_from_slice(extra);
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let output = crate::support::lossproof(&args);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        (output.status.code(), text)
+    };
+    let only = format!("order_id = {wrong}");
+    // The one row selected is the wrong one: exit 1, one row compared, one wrong.
+    let (code, text) = reconcile(&["--where", &only]);
+    assert_eq!(code, Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("lake "))
+        .unwrap_or_default()
+        .to_owned();
+    let counts: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        counts.get(2..4),
+        Some(&["1", "1"][..]),
+        "compared 1, wrong 1: {text}"
+    );
+    // Its damage was its status: without that column, it is equal.
+    let (code, text) = reconcile(&["--where", &only, "--ignore-column", "status"]);
+    assert_eq!(code, Some(0), "{text}");
+    for (column, error) in [
+        ("order_id", "primary-key column"),
+        ("no_such", "no column no_such"),
+    ] {
+        let (code, text) = reconcile(&["--ignore-column", column]);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains(error), "{text}");
     }
 }
 

@@ -202,6 +202,7 @@ mod tests {
                 ("note".into(), Kind::Text),
                 ("updated_at".into(), Kind::Timestamptz),
             ],
+            filter: None,
         }
     }
 

@@ -135,26 +135,48 @@ pub async fn reconcile(
     consumers: &[ConsumerLake],
     rows: RowTables,
 ) -> Result<Reconciliation, Error> {
+    let mut specs = Vec::new();
+    for table in tables {
+        specs.push(source::describe(source, table).await?);
+    }
+    reconcile_tables(source, lake, &specs, consumers, rows).await
+}
+
+/// [`reconcile`] of tables already described (and perhaps narrowed: a
+/// [`SourceTable::filter`], columns [`SourceTable::ignore`]d).
+pub async fn reconcile_tables(
+    source: &tokio_postgres::Client,
+    lake: &Lake,
+    specs: &[SourceTable],
+    consumers: &[ConsumerLake],
+    rows: RowTables,
+) -> Result<Reconciliation, Error> {
     let mut out = Reconciliation::default();
     let namespaces: Vec<&str> = consumers.iter().map(|c| c.namespace.as_str()).collect();
     // Fresh providers for every pass (cached ones miss new columns).
     let ctx = lake.session(&namespaces).await?;
-    for table in tables {
-        let spec = source::describe(source, table).await?;
+    for spec in specs {
+        let table = &spec.name.as_str();
         let mut source_kept = rows == RowTables::Skip;
         for consumer in consumers {
-            let sql = consumer.views.get(*table).cloned().unwrap_or_else(|| {
+            let mut sql = consumer.views.get(*table).cloned().unwrap_or_else(|| {
                 format!(
                     "SELECT * FROM {}.{}",
                     source::quote_ident(&consumer.namespace),
                     source::quote_ident(table)
                 )
             });
+            if spec.filter.is_some() && !consumer.changelog {
+                sql = format!(
+                    "SELECT * FROM ({sql}) AS lp_filtered{}",
+                    spec.where_clause()
+                );
+            }
             let streamed = if consumer.changelog {
                 Err("change-log tables".to_owned())
             } else {
                 let keep = (!source_kept, rows == RowTables::Keep);
-                match streamed(source, &ctx, &sql, &spec, &consumer.consumer, keep).await {
+                match streamed(source, &ctx, &sql, spec, &consumer.consumer, keep).await {
                     Ok(found) => Ok(found),
                     // Not in key order, or not readable sorted: in memory
                     // (which reports the lake's error if it is not the sort).
@@ -172,7 +194,7 @@ pub async fn reconcile(
                 Err(why) => {
                     out.in_memory
                         .push((consumer.consumer.clone(), (*table).to_owned(), why));
-                    in_memory(source, &ctx, &sql, &spec, consumer, !source_kept, rows).await?
+                    in_memory(source, &ctx, &sql, spec, consumer, !source_kept, rows).await?
                 }
             };
             out.diff.extend(found.diff);

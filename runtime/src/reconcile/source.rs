@@ -27,9 +27,40 @@ pub struct SourceTable {
     pub key: Vec<String>,
     /// Every column with its kind, in table order.
     pub columns: Vec<(String, Kind)>,
+    /// A predicate both sides are read under (`id BETWEEN 1 AND 1000`):
+    /// SQL both PostgreSQL and DataFusion understand. `None`: every row.
+    pub filter: Option<String>,
 }
 
 impl SourceTable {
+    /// `WHERE (filter)`, or nothing.
+    #[must_use]
+    pub fn where_clause(&self) -> String {
+        self.filter
+            .as_ref()
+            .map_or_else(String::new, |f| format!(" WHERE ({f})"))
+    }
+
+    /// Compare without `column` (a column the lake does not carry, or
+    /// carries differently on purpose); a key column cannot be left out.
+    pub fn ignore(&mut self, column: &str) -> Result<(), Error> {
+        if self.key.iter().any(|k| k == column) {
+            return Err(Error::Judge(format!(
+                "{}.{column} is a primary-key column: rows are matched by it",
+                self.name
+            )));
+        }
+        let before = self.columns.len();
+        self.columns.retain(|(c, _)| c != column);
+        if self.columns.len() == before {
+            return Err(Error::Judge(format!(
+                "{} has no column {column}",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     /// Each primary-key column, in key order: its position among the
     /// columns, name and kind.
     pub fn key_columns(&self) -> Result<Vec<(usize, &str, Kind)>, Error> {
@@ -115,6 +146,7 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
         name: table.to_owned(),
         key,
         columns,
+        filter: None,
     })
 }
 
@@ -127,7 +159,7 @@ pub async fn rows(
     read(
         client,
         table,
-        &format!("FROM {}", table.name),
+        &format!("FROM {} AS lp_t{}", table.name, table.where_clause()),
         |key, row| {
             out.push((key, row));
         },
@@ -211,7 +243,12 @@ pub async fn send_ordered(
             .into_iter()
             .map(|(_, k, kind)| kind.order_expr(&format!("lp_t.{}", quote_ident(k))))
             .collect();
-        let from = format!("FROM {} AS lp_t ORDER BY {}", table.name, order.join(", "));
+        let from = format!(
+            "FROM {} AS lp_t{} ORDER BY {}",
+            table.name,
+            table.where_clause(),
+            order.join(", ")
+        );
         let mut reader = Reader::new(client, table, &from).await?;
         let mut rows = Vec::with_capacity(chunk);
         while reader.advance().await? {
