@@ -1,6 +1,9 @@
 //! `lossproof`: counts which faults corrupt a CDC lake, by how much, and
 //! which are harmless.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench_cli;
 mod check;
 mod compact_cli;

@@ -451,8 +451,8 @@ impl<'t> LakeReader<'t> {
         let renderers = table
             .columns
             .iter()
-            .map(|(name, _)| match batch.column_by_name(name) {
-                Some(array) => canonical::arrow_renderer(array)
+            .map(|(name, kind)| match batch.column_by_name(name) {
+                Some(array) => canonical::arrow_renderer_for(array, *kind)
                     .map(Some)
                     .map_err(|source| Error::Column {
                         table: table.name.clone(),

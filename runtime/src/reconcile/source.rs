@@ -105,8 +105,10 @@ pub fn history_ddl(tables: &[&str]) -> String {
 pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<SourceTable, Error> {
     let columns = client
         .query(
-            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
-             WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typtype::text \
+             FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+             WHERE a.attrelid = $1::text::regclass AND a.attnum > 0 AND NOT a.attisdropped \
+             ORDER BY a.attnum",
             &[&table],
         )
         .await
@@ -115,8 +117,14 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
         .map(|r| {
             let name: String = r.get(0);
             let sql_type: String = r.get(1);
-            Kind::of_sql(&sql_type)
-                .map(|k| (name.clone(), k))
+            let type_type: String = r.get(2);
+            // An enum's values are its labels: text.
+            let kind = if type_type == "e" {
+                Ok(Kind::Text)
+            } else {
+                Kind::of_sql(&sql_type)
+            };
+            kind.map(|k| (name.clone(), k))
                 .map_err(|source| Error::Column {
                     table: table.to_owned(),
                     column: name,
