@@ -1092,13 +1092,19 @@ mod tests {
         );
     }
 
+    /// `kind`'s canonical form of binary value `b` of type `ty`.
+    fn read(
+        kind: Kind,
+        ty: &tokio_postgres::types::Type,
+        b: &[u8],
+    ) -> Result<String, CanonicalError> {
+        let mut out = String::new();
+        kind.write_binary(ty, Some(b), &mut out).map(|()| out)
+    }
+
     #[test]
     fn binary_values_read_as_their_text_reads() {
         use tokio_postgres::types::Type;
-        let read = |kind: Kind, ty: &Type, b: &[u8]| {
-            let mut out = String::new();
-            kind.write_binary(ty, Some(b), &mut out).map(|()| out)
-        };
         for (b, text) in [
             (numeric(0, false, &[12, 5000]), "12.5"),
             (numeric(-1, false, &[1]), "0.0001"),
@@ -1120,6 +1126,11 @@ mod tests {
             Kind::Decimal.from_source_text(Some("-Infinity")).unwrap(),
             "-inf"
         );
+    }
+
+    #[test]
+    fn binary_dates_times_bytes_and_json_read_as_their_text_reads() {
+        use tokio_postgres::types::Type;
         // 2000-01-01 + 1 day; 1969-12-31 (before both epochs).
         assert_eq!(
             read(Kind::Date, &Type::DATE, &1i32.to_be_bytes()).unwrap(),
