@@ -102,6 +102,7 @@ async fn no_faults_lake_matches_source(state: &Path, ports: Ports) {
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(written.as_array().map(Vec::len), Some(6), "{written}");
     the_standalone_command_finds_the_same_damage(&run, &written).await;
+    the_reconcile_benchmark_runs_and_checks_itself(state);
     a_stopped_connector_is_invalid(&run).await;
     let invalid = lossproof(state, &["reconcile", "--run", &run.id, "--wait-s", "3"]);
     let text = String::from_utf8_lossy(&invalid.stderr);
@@ -261,6 +262,39 @@ fn narrowed_by_where_and_ignore_column(
         assert_eq!(code, Some(2), "{text}");
         assert!(text.contains(error), "{text}");
     }
+}
+
+/// `lossproof bench reconcile` at a small size (figures are not judged,
+/// only that every method ran, each in its own process with its peak RSS,
+/// and found or read exactly what it should; it cleans up after itself).
+fn the_reconcile_benchmark_runs_and_checks_itself(state: &Path) {
+    let output = lossproof(
+        state,
+        &["bench", "reconcile", "--rows", "30000", "--no-reladiff"],
+    );
+    let text = crate::stack::ok(&output);
+    for method in [
+        "lossproof reconcile",
+        "COPY source TO STDOUT",
+        "DataFusion scan of the lake",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(method))
+            .unwrap_or_else(|| panic!("{method}: {text}"));
+        // rows, seconds, rows/s, peak RSS MB, note
+        let rss: u64 = line[method.len()..]
+            .split_whitespace()
+            .nth(3)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        assert!(rss > 0, "{method} has its peak RSS: {line}");
+    }
+    assert!(
+        text.contains("found 300 (100 missing, 100 wrong, 100 extra), streamed"),
+        "{text}"
+    );
+    assert!(!text.contains("MISMATCH"), "{text}");
 }
 
 /// `lossproof reconcile --source URL --table T --lake LAKE… --lake-table
