@@ -337,14 +337,7 @@ impl Kind {
             (Self::Bytea, &Type::BYTEA) => bytes_into(b, out),
             (Self::Text, &Type::UUID) => {
                 let bytes: [u8; 16] = b.try_into().map_err(|_| bad())?;
-                let mut hex = String::with_capacity(36);
-                for (i, byte) in bytes.iter().enumerate() {
-                    if matches!(i, 4 | 6 | 8 | 10) {
-                        hex.push('-');
-                    }
-                    let _ = write!(hex, "{byte:02x}");
-                }
-                quoted_into(&hex, out);
+                uuid_into(&bytes, out);
             }
             (Self::Bool, &Type::BOOL) => out.push_str(match b {
                 [0] => "false",
@@ -394,6 +387,19 @@ fn time_into(micros: Option<i64>, out: &mut String) -> Option<()> {
         secs % 60
     );
     Some(())
+}
+
+/// A uuid's 16 bytes as PostgreSQL writes it (lowercase hex, dashes), quoted
+/// like text.
+fn uuid_into(bytes: &[u8], out: &mut String) {
+    let mut hex = String::with_capacity(36);
+    for (i, byte) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            hex.push('-');
+        }
+        let _ = write!(hex, "{byte:02x}");
+    }
+    quoted_into(&hex, out);
 }
 
 /// Bytes as PostgreSQL's hex output: `\x` and two lowercase digits each.
@@ -762,16 +768,7 @@ pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, 
         // Iceberg's uuid: 16 bytes, as PostgreSQL writes a uuid.
         (Kind::Text, DataType::FixedSizeBinary(16)) => {
             let values = array.as_fixed_size_binary();
-            each(array, move |i, out| {
-                let mut hex = String::with_capacity(36);
-                for (n, byte) in values.value(i).iter().enumerate() {
-                    if matches!(n, 4 | 6 | 8 | 10) {
-                        hex.push('-');
-                    }
-                    let _ = write!(hex, "{byte:02x}");
-                }
-                quoted_into(&hex, out);
-            })
+            each(array, move |i, out| uuid_into(values.value(i), out))
         }
         (Kind::Bytea, _) if bytes(array).is_some() => {
             let get = bytes(array).unwrap_or_else(|| Box::new(|_| &[]));
