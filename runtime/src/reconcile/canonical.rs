@@ -389,6 +389,14 @@ fn time_into(micros: Option<i64>, out: &mut String) -> Option<()> {
     Some(())
 }
 
+/// [`time_into`] of a lake's time of day (microseconds), or a mark no
+/// source value has if it is out of range.
+fn time_or_mark(micros: i64, out: &mut String) {
+    if time_into(Some(micros), out).is_none() {
+        out.push_str("?time");
+    }
+}
+
 /// A uuid's 16 bytes as PostgreSQL writes it (lowercase hex, dashes), quoted
 /// like text.
 fn uuid_into(bytes: &[u8], out: &mut String) {
@@ -610,49 +618,54 @@ pub fn timestamp_micros(micros: i64) -> String {
 /// [`timestamp_micros`] appended to `out`: years 0 to 9999 digit by digit
 /// (what chrono's `%Y-%m-%dT%H:%M:%S` prints for them), others through chrono.
 fn timestamp_micros_into(micros: i64, out: &mut String) {
-    use chrono::{Datelike as _, Timelike as _};
     let secs = micros.div_euclid(1_000_000);
     let frac = micros.rem_euclid(1_000_000);
-    // Rows of one table come in runs of one day: the day's `YYYY-MM-DDT`
-    // is kept per thread and only the time is written.
-    thread_local! {
-        static DAY: std::cell::Cell<(i64, [u8; 11])> = const { std::cell::Cell::new((i64::MIN, [0; 11])) };
-    }
     let day = secs.div_euclid(86_400);
-    let (cached, prefix) = DAY.with(std::cell::Cell::get);
-    if cached == day {
-        let of_day = secs.rem_euclid(86_400);
-        let mut text = *b"00:00:00.000000Z";
-        put_digits(&mut text[0..2], (of_day / 3600) as u32);
-        put_digits(&mut text[3..5], (of_day / 60 % 60) as u32);
-        put_digits(&mut text[6..8], (of_day % 60) as u32);
-        put_digits(&mut text[9..15], frac.unsigned_abs() as u32);
-        out.push_str(std::str::from_utf8(&prefix).unwrap_or_default());
-        out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    let Some(date) = day_prefix(day) else {
+        match chrono::DateTime::from_timestamp(secs, 0) {
+            Some(t) => {
+                let _ = write!(out, "{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S"));
+            }
+            None => {
+                let _ = write!(out, "@{micros}us");
+            }
+        }
         return;
+    };
+    let of_day = secs.rem_euclid(86_400);
+    let mut time = *b"00:00:00.000000Z";
+    put_digits(&mut time[0..2], (of_day / 3600) as u32);
+    put_digits(&mut time[3..5], (of_day / 60 % 60) as u32);
+    put_digits(&mut time[6..8], (of_day % 60) as u32);
+    put_digits(&mut time[9..15], frac.unsigned_abs() as u32);
+    out.push_str(std::str::from_utf8(&date).unwrap_or_default());
+    out.push_str(std::str::from_utf8(&time).unwrap_or_default());
+}
+
+/// `YYYY-MM-DDT` of day `day` (days since 1970-01-01), written digit by
+/// digit for years 0 to 9999 (what chrono's `%Y-%m-%d` prints for them);
+/// `None` for other years. Rows of one table come in runs of one day: the
+/// last day's prefix is kept per thread.
+fn day_prefix(day: i64) -> Option<[u8; 11]> {
+    use chrono::Datelike as _;
+    thread_local! {
+        static LAST: std::cell::Cell<(i64, [u8; 11])> = const { std::cell::Cell::new((i64::MIN, [0; 11])) };
     }
-    match chrono::DateTime::from_timestamp(secs, 0) {
-        Some(t) if (0..=9999).contains(&t.year()) => {
-            let mut text = *b"0000-00-00T00:00:00.000000Z";
-            put_digits(&mut text[0..4], t.year().unsigned_abs());
-            put_digits(&mut text[5..7], t.month());
-            put_digits(&mut text[8..10], t.day());
-            put_digits(&mut text[11..13], t.hour());
-            put_digits(&mut text[14..16], t.minute());
-            put_digits(&mut text[17..19], t.second());
-            put_digits(&mut text[20..26], frac.unsigned_abs() as u32);
-            out.push_str(std::str::from_utf8(&text).unwrap_or_default());
-            let mut prefix = [0; 11];
-            prefix.copy_from_slice(&text[0..11]);
-            DAY.with(|d| d.set((day, prefix)));
-        }
-        Some(t) => {
-            let _ = write!(out, "{}.{frac:06}Z", t.format("%Y-%m-%dT%H:%M:%S"));
-        }
-        None => {
-            let _ = write!(out, "@{micros}us");
-        }
+    let (cached, prefix) = LAST.with(std::cell::Cell::get);
+    if cached == day {
+        return Some(prefix);
     }
+    let date = i32::try_from(day)
+        .ok()
+        .and_then(|d| d.checked_add(UNIX_EPOCH_DAYS_CE))
+        .and_then(chrono::NaiveDate::from_num_days_from_ce_opt)
+        .filter(|d| (0..=9999).contains(&d.year()))?;
+    let mut prefix = *b"0000-00-00T";
+    put_digits(&mut prefix[0..4], date.year().unsigned_abs());
+    put_digits(&mut prefix[5..7], date.month());
+    put_digits(&mut prefix[8..10], date.day());
+    LAST.with(|last| last.set((day, prefix)));
+    Some(prefix)
 }
 
 /// The last `digits.len()` decimal digits of `value` into `digits`, zero-padded.
@@ -726,55 +739,57 @@ pub fn join(columns: &[(&str, String)]) -> String {
 /// padding, JSON text, a uuid stored as 16 bytes, bytes, dates and times),
 /// then [`arrow_renderer`] for the rest.
 pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, CanonicalError> {
-    fn each<'a>(array: &'a ArrayRef, f: impl Fn(usize, &mut String) + 'a) -> Renderer<'a> {
-        Box::new(move |i, out| {
-            if array.is_null(i) {
-                out.push_str(NULL);
-            } else {
-                f(i, out);
-            }
-        })
-    }
     /// The `i`-th string of any of Arrow's string layouts.
     fn text<'a>(array: &'a ArrayRef) -> Option<Box<dyn Fn(usize) -> &'a str + 'a>> {
         Some(match array.data_type() {
-            DataType::Utf8 => Box::new(|i| array.as_string::<i32>().value(i)),
-            DataType::LargeUtf8 => Box::new(|i| array.as_string::<i64>().value(i)),
-            DataType::Utf8View => Box::new(|i| array.as_string_view().value(i)),
+            DataType::Utf8 => {
+                let values = array.as_string::<i32>();
+                Box::new(|i| values.value(i))
+            }
+            DataType::LargeUtf8 => {
+                let values = array.as_string::<i64>();
+                Box::new(|i| values.value(i))
+            }
+            DataType::Utf8View => {
+                let values = array.as_string_view();
+                Box::new(|i| values.value(i))
+            }
             _ => return None,
         })
     }
     /// The `i`-th value of any of Arrow's binary layouts.
     fn bytes<'a>(array: &'a ArrayRef) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
         Some(match array.data_type() {
-            DataType::Binary => Box::new(|i| array.as_binary::<i32>().value(i)),
-            DataType::LargeBinary => Box::new(|i| array.as_binary::<i64>().value(i)),
-            DataType::BinaryView => Box::new(|i| array.as_binary_view().value(i)),
-            DataType::FixedSizeBinary(_) => Box::new(|i| array.as_fixed_size_binary().value(i)),
+            DataType::Binary => {
+                let values = array.as_binary::<i32>();
+                Box::new(|i| values.value(i))
+            }
+            DataType::LargeBinary => {
+                let values = array.as_binary::<i64>();
+                Box::new(|i| values.value(i))
+            }
+            DataType::BinaryView => {
+                let values = array.as_binary_view();
+                Box::new(|i| values.value(i))
+            }
+            DataType::FixedSizeBinary(_) => {
+                let values = array.as_fixed_size_binary();
+                Box::new(|i| values.value(i))
+            }
             _ => return None,
         })
     }
-    Ok(match (kind, array.data_type()) {
-        (Kind::Char, _) if text(array).is_some() => {
-            let get = text(array).unwrap_or_else(|| Box::new(|_| ""));
-            each(array, move |i, out| {
-                quoted_into(get(i).trim_end_matches(' '), out);
-            })
-        }
-        (Kind::Json, _) if text(array).is_some() => {
-            let get = text(array).unwrap_or_else(|| Box::new(|_| ""));
-            each(array, move |i, out| json_into(get(i), out))
-        }
+    Ok(match (kind, text(array), bytes(array), array.data_type()) {
+        (Kind::Char, Some(get), _, _) => each(array, move |i, out| {
+            quoted_into(get(i).trim_end_matches(' '), out);
+        }),
+        (Kind::Json, Some(get), _, _) => each(array, move |i, out| json_into(get(i), out)),
         // Iceberg's uuid: 16 bytes, as PostgreSQL writes a uuid.
-        (Kind::Text, DataType::FixedSizeBinary(16)) => {
-            let values = array.as_fixed_size_binary();
-            each(array, move |i, out| uuid_into(values.value(i), out))
+        (Kind::Text, _, Some(get), DataType::FixedSizeBinary(16)) => {
+            each(array, move |i, out| uuid_into(get(i), out))
         }
-        (Kind::Bytea, _) if bytes(array).is_some() => {
-            let get = bytes(array).unwrap_or_else(|| Box::new(|_| &[]));
-            each(array, move |i, out| bytes_into(get(i), out))
-        }
-        (_, DataType::Date32) => {
+        (Kind::Bytea, _, Some(get), _) => each(array, move |i, out| bytes_into(get(i), out)),
+        (_, _, _, DataType::Date32) => {
             let values = array.as_primitive::<arrow_array::types::Date32Type>();
             each(array, move |i, out| {
                 let days = values.value(i).checked_add(UNIX_EPOCH_DAYS_CE);
@@ -783,24 +798,14 @@ pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, 
                 }
             })
         }
-        (_, DataType::Time64(unit)) => {
-            let per_micro = if *unit == TimeUnit::Nanosecond {
-                1_000
-            } else {
-                1
-            };
+        (_, _, _, DataType::Time64(TimeUnit::Microsecond)) => {
+            let values = array.as_primitive::<arrow_array::types::Time64MicrosecondType>();
+            each(array, move |i, out| time_or_mark(values.value(i), out))
+        }
+        (_, _, _, DataType::Time64(TimeUnit::Nanosecond)) => {
+            let values = array.as_primitive::<arrow_array::types::Time64NanosecondType>();
             each(array, move |i, out| {
-                let raw = match per_micro {
-                    1 => array
-                        .as_primitive::<arrow_array::types::Time64MicrosecondType>()
-                        .value(i),
-                    _ => array
-                        .as_primitive::<arrow_array::types::Time64NanosecondType>()
-                        .value(i),
-                };
-                if time_into(Some(raw / per_micro), out).is_none() {
-                    out.push_str("?time");
-                }
+                time_or_mark(values.value(i) / 1_000, out);
             })
         }
         _ => arrow_renderer(array)?,
@@ -822,18 +827,20 @@ pub fn arrow_column(array: &ArrayRef) -> Result<Vec<String>, CanonicalError> {
 /// Appends the canonical form of value `i` of a column to a string.
 pub type Renderer<'a> = Box<dyn Fn(usize, &mut String) + 'a>;
 
+/// A renderer that writes NULL for a null value and `f` for the others.
+fn each<'a>(array: &'a ArrayRef, f: impl Fn(usize, &mut String) + 'a) -> Renderer<'a> {
+    Box::new(move |i, out| {
+        if array.is_null(i) {
+            out.push_str(NULL);
+        } else {
+            f(i, out);
+        }
+    })
+}
+
 /// A [`Renderer`] of `array`'s values ([`arrow_column`] renders them all):
 /// the column's type is looked at once, not once per value.
 pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, CanonicalError> {
-    fn each<'a>(array: &'a ArrayRef, f: impl Fn(usize, &mut String) + 'a) -> Renderer<'a> {
-        Box::new(move |i, out| {
-            if array.is_null(i) {
-                out.push_str(NULL);
-            } else {
-                f(i, out);
-            }
-        })
-    }
     fn number<T: arrow_array::ArrowPrimitiveType>(array: &ArrayRef) -> Renderer<'_>
     where
         T::Native: itoa::Integer,

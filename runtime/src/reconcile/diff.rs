@@ -94,6 +94,16 @@ pub struct Counts {
     pub by_kind: BTreeMap<DiffKind, u64>,
 }
 
+/// The versions of one key a lake holds more than once, as a `duplicate`
+/// row's `lake` text: sorted (the order a lake is read in is not its
+/// own), ` ‖ `-separated.
+#[must_use]
+pub fn versions<'a>(rows: impl Iterator<Item = &'a str>) -> String {
+    let mut rows: Vec<&str> = rows.collect();
+    rows.sort_unstable();
+    rows.join(" ‖ ")
+}
+
 /// Compare `source` (key → row) with `lake` ((key, row) as stored, keys
 /// possibly repeated).
 #[must_use]
@@ -110,11 +120,7 @@ pub fn compare(
         lake.iter().map(|(k, r)| (k.as_str(), r.as_str())).collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut groups = sorted.chunk_by(|a, b| a.0 == b.0).peekable();
-    let joined = |group: &[(&str, &str)]| -> String {
-        let mut rows: Vec<&str> = group.iter().map(|(_, r)| *r).collect();
-        rows.sort_unstable();
-        rows.join(" ‖ ")
-    };
+    let joined = |group: &[(&str, &str)]| versions(group.iter().map(|(_, r)| *r));
     // Keys only the lake has, in key order.
     let mut lake_only: Vec<&[(&str, &str)]> = Vec::new();
     let mut diff = Vec::new();

@@ -19,8 +19,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::canonical::Kind;
-use super::diff::{Counts, DiffKind, DiffRow, History};
+use super::canonical::{Kind, Layout};
+use super::diff::{self, Counts, DiffKind, DiffRow, History};
 use super::error::Error;
 
 /// One row of either side: its canonical key and row.
@@ -31,6 +31,19 @@ pub struct Keyed {
     /// Byte ranges of each key value in `key` (empty: a one-column key,
     /// whose value follows `name=`).
     pub spans: Vec<(u32, u32)>,
+}
+
+impl Keyed {
+    /// The row of canonical `values` (in `layout`'s column order).
+    #[must_use]
+    pub fn new(layout: &Layout<'_>, values: &[String]) -> Self {
+        let (key, spans) = layout.key_and_spans(values);
+        Self {
+            key,
+            row: layout.row(values),
+            spans,
+        }
+    }
 }
 
 /// How two keys of one table compare, column by column.
@@ -162,6 +175,8 @@ pub fn merge(
         });
     };
     let (mut source_rows, mut lake_rows, mut lake_only) = (0u64, 0u64, 0u64);
+    // The lake's rows of the current key (one buffer for the whole merge).
+    let mut group = Vec::new();
     loop {
         let ord = match (&source.head, &lake.head) {
             (None, None) => break,
@@ -174,10 +189,9 @@ pub fn merge(
         } else {
             source.take(order)?
         };
-        let mut group = Vec::new();
+        group.clear();
         if ord != Ordering::Less {
-            let first = lake.take(order)?.into_iter();
-            group.extend(first);
+            group.extend(lake.take(order)?);
             while let Some(next) = &lake.head {
                 if order.cmp(&group[0], next) != Ordering::Equal {
                     break;
@@ -230,11 +244,9 @@ pub fn merge(
     Ok(out)
 }
 
-/// Every version of one key the lake holds, sorted, ` ‖ `-separated.
+/// Every version of one key the lake holds ([`diff::versions`]).
 fn joined(group: &[Keyed]) -> String {
-    let mut rows: Vec<&str> = group.iter().map(|k| k.row.as_str()).collect();
-    rows.sort_unstable();
-    rows.join(" ‖ ")
+    diff::versions(group.iter().map(|k| k.row.as_str()))
 }
 
 /// The keys whose kind the source's history decides: a `wrong` row may be
@@ -277,7 +289,6 @@ pub fn classify(mut merged: Merged, history: Option<&History>) -> (Vec<DiffRow>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::canonical::Layout;
     use crate::reconcile::diff::compare;
 
     /// Keyed rows of a table `(id int, v text)` from (id, v) pairs.
@@ -286,12 +297,7 @@ mod tests {
         rows.iter()
             .map(|(id, v)| {
                 let values = [id.to_string(), format!("\"{v}\"")];
-                let (key, spans) = layout.key_and_spans(&values);
-                Keyed {
-                    key,
-                    row: layout.row(&values),
-                    spans,
-                }
+                Keyed::new(&layout, &values)
             })
             .collect()
     }
@@ -429,12 +435,7 @@ mod tests {
         let layout = Layout::new(vec!["b", "a", "v"], vec![1, 0]);
         let row = |a: i64, b: &str| {
             let values = [format!("\"{b}\""), a.to_string(), "1".to_owned()];
-            let (key, spans) = layout.key_and_spans(&values);
-            Keyed {
-                key,
-                row: layout.row(&values),
-                spans,
-            }
+            Keyed::new(&layout, &values)
         };
         let order = KeyOrder::new(&[("a", Kind::Int), ("b", Kind::Text)]);
         assert_eq!(row(9, "z").key, "a=9, b=\"z\"");

@@ -156,10 +156,10 @@ pub async fn reconcile_tables(
     // Fresh providers for every pass (cached ones miss new columns).
     let ctx = lake.session(&namespaces).await?;
     for spec in specs {
-        let table = &spec.name.as_str();
+        let table = spec.name.as_str();
         let mut source_kept = rows == RowTables::Skip;
         for consumer in consumers {
-            let mut sql = consumer.views.get(*table).cloned().unwrap_or_else(|| {
+            let mut sql = consumer.views.get(table).cloned().unwrap_or_else(|| {
                 format!(
                     "SELECT * FROM {}.{}",
                     source::quote_ident(&consumer.namespace),
@@ -193,14 +193,14 @@ pub async fn reconcile_tables(
                 Ok(found) => found,
                 Err(why) => {
                     out.in_memory
-                        .push((consumer.consumer.clone(), (*table).to_owned(), why));
+                        .push((consumer.consumer.clone(), table.to_owned(), why));
                     in_memory(source, &ctx, &sql, spec, consumer, !source_kept, rows).await?
                 }
             };
             out.diff.extend(found.diff);
             out.summary.push(Summary {
                 consumer: consumer.consumer.clone(),
-                table: (*table).to_owned(),
+                table: table.to_owned(),
                 counts: found.counts,
             });
             if !source_kept {
@@ -208,7 +208,7 @@ pub async fn reconcile_tables(
                     found
                         .source_rows
                         .into_iter()
-                        .map(|(k, r)| ((*table).to_owned(), k, r)),
+                        .map(|(k, r)| (table.to_owned(), k, r)),
                 );
                 source_kept = true;
             }
@@ -217,7 +217,7 @@ pub async fn reconcile_tables(
                     found
                         .lake_rows
                         .into_iter()
-                        .map(|(k, r)| (consumer.consumer.clone(), (*table).to_owned(), k, r)),
+                        .map(|(k, r)| (consumer.consumer.clone(), table.to_owned(), k, r)),
                 );
             }
         }
@@ -421,7 +421,7 @@ async fn lake_rows(
 struct LakeReader<'t> {
     table: &'t SourceTable,
     stream: datafusion::physical_plan::SendableRecordBatchStream,
-    key: Vec<usize>,
+    layout: canonical::Layout<'t>,
     /// One buffer per column, reused row after row.
     values: Vec<String>,
 }
@@ -433,7 +433,10 @@ impl<'t> LakeReader<'t> {
         Ok(Self {
             table,
             stream,
-            key,
+            layout: canonical::Layout::new(
+                table.columns.iter().map(|(n, _)| n.as_str()).collect(),
+                key,
+            ),
             values: vec![String::new(); table.columns.len()],
         })
     }
@@ -444,10 +447,6 @@ impl<'t> LakeReader<'t> {
             return Ok(None);
         };
         let table = self.table;
-        let layout = canonical::Layout::new(
-            table.columns.iter().map(|(n, _)| n.as_str()).collect(),
-            self.key.clone(),
-        );
         let renderers = table
             .columns
             .iter()
@@ -471,12 +470,7 @@ impl<'t> LakeReader<'t> {
                     None => value.push_str(canonical::NULL),
                 }
             }
-            let (key, spans) = layout.key_and_spans(&self.values);
-            out.push(merge::Keyed {
-                key,
-                row: layout.row(&self.values),
-                spans,
-            });
+            out.push(merge::Keyed::new(&self.layout, &self.values));
         }
         Ok(Some(out))
     }

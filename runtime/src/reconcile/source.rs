@@ -260,12 +260,7 @@ pub async fn send_ordered(
         let mut reader = Reader::new(client, table, &from).await?;
         let mut rows = Vec::with_capacity(chunk);
         while reader.advance().await? {
-            let (key, spans) = reader.layout.key_and_spans(&reader.values);
-            rows.push(Keyed {
-                key,
-                row: reader.layout.row(&reader.values),
-                spans,
-            });
+            rows.push(Keyed::new(&reader.layout, &reader.values));
             if rows.len() == chunk {
                 let full = std::mem::replace(&mut rows, Vec::with_capacity(chunk));
                 if to.send(Ok(full)).await.is_err() {
