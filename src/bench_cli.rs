@@ -465,6 +465,7 @@ async fn time_reconciler(
     let planted = Planted::of(n);
     let consumer = ConsumerLake {
         changelog: false,
+        applied: None,
         consumer: "bench".into(),
         namespace: NAMESPACE.into(),
         views: std::collections::HashMap::new(),

@@ -211,9 +211,17 @@ enum Command {
         /// Also write every diff row to this .parquet, .csv or .json file.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// How long the gate waits for the stream and consumers to drain.
+        /// How long the gate waits for the stream and consumers to drain
+        /// (with --live: for the lakes to cover the source's snapshot).
         #[arg(long, default_value_t = 60)]
         wait_s: u64,
+        /// With --run: score while the pipeline keeps running. The source
+        /// is read in one snapshot, each lake once it holds every change
+        /// that snapshot sees; a key changed after it is `in-flight`, not
+        /// damage. Needs consumers that keep their offsets and each key's
+        /// transaction in the lake (the correct consumer).
+        #[arg(long, requires = "run")]
+        live: bool,
     },
     /// Benchmarks that print figures (never pass or fail on speed).
     Bench {
@@ -651,6 +659,7 @@ fn main() -> ExitCode {
             consumers,
             out,
             wait_s,
+            live,
             ..
         } => reconcile_cli::run(&reconcile_cli::Args {
             state: &stack.state,
@@ -659,6 +668,7 @@ fn main() -> ExitCode {
             consumers: &consumers,
             out: out.as_deref(),
             wait: std::time::Duration::from_secs(wait_s),
+            live,
         }),
         Command::Bench {
             what:

@@ -21,6 +21,9 @@ pub struct Args<'a> {
     pub consumers: &'a [String],
     pub out: Option<&'a Path>,
     pub wait: Duration,
+    /// Score a live source: one snapshot, lakes that cover it, `in-flight`
+    /// keys ([`reconcile::live`]).
+    pub live: bool,
 }
 
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
@@ -43,11 +46,54 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             names = own;
         }
         let source = endpoints.source.connect(&names.database).await?;
-        // What the source holds now is what the lake must hold once drained.
-        let final_lsn = debezium::current_lsn(&source).await?;
         let positions = consumer::positions(args.consumers, &[], &names, workload);
         let connect = ConnectClient::new(&endpoints.connect);
         let lake = endpoints.open_lake().await?;
+        let lakes = consumer::lakes(args.consumers, &[], &names, workload);
+        let tables: Vec<&str> = workload.table_names();
+        if args.live {
+            // The snapshot's own connection: every read of the source in
+            // its transaction; the gate's queries on the other.
+            let reader = endpoints.source.connect(&names.database).await?;
+            let snapshot = reconcile::live::Snapshot::begin(&reader).await?;
+            eprintln!(
+                "live: the source's snapshot is at LSN {}",
+                debezium::show_lsn(snapshot.lsn)
+            );
+            let scored = async {
+                gate::wait_covered(
+                    &connect,
+                    &names,
+                    &source,
+                    snapshot.lsn,
+                    &endpoints.kafka,
+                    &positions,
+                    &lake,
+                    args.wait,
+                )
+                .await
+                .map_err(|invalid| format!("INVALID: {invalid} — not scored"))?;
+                let mut specs = Vec::new();
+                for table in &tables {
+                    specs.push(reconcile::source::describe(&reader, table).await?);
+                }
+                let scored = reconcile::reconcile_live(
+                    &reader,
+                    &lake,
+                    &specs,
+                    &lakes,
+                    reconcile::RowTables::Skip,
+                    &snapshot,
+                )
+                .await?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(scored)
+            }
+            .await;
+            reconcile::live::Snapshot::end(&reader).await?;
+            return finish(&scored?, args.out);
+        }
+        // What the source holds now is what the lake must hold once drained.
+        let final_lsn = debezium::current_lsn(&source).await?;
         if let Err(invalid) = gate::wait_scoreable(
             &connect,
             &names,
@@ -62,22 +108,25 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
         {
             return Err(format!("INVALID: {invalid} — not scored").into());
         }
-        let lakes = consumer::lakes(args.consumers, &[], &names, workload);
-        let tables: Vec<&str> = workload.table_names();
         let scored =
             reconcile::reconcile(&source, &lake, &tables, &lakes, reconcile::RowTables::Skip)
                 .await?;
-        print_summary(&scored);
-        if let Some(out) = args.out {
-            write_diff(&scored, out)?;
-            eprintln!(
-                "diff: {} rows written to {}",
-                scored.diff.len(),
-                out.display()
-            );
-        }
-        Ok(scored.diff.is_empty())
+        finish(&scored, args.out)
     })
+}
+
+/// Print the counts, write the diff if asked; clean = no damage.
+fn finish(scored: &Reconciliation, out: Option<&Path>) -> CliResult<bool> {
+    print_summary(scored);
+    if let Some(out) = out {
+        write_diff(scored, out)?;
+        eprintln!(
+            "diff: {} rows written to {}",
+            scored.diff.len(),
+            out.display()
+        );
+    }
+    Ok(scored.clean())
 }
 
 /// A source table and a lake table of a team's own.
@@ -183,6 +232,7 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
                 ),
             )]),
             changelog: false,
+            applied: None,
         };
         let scored = async {
             let mut spec = reconcile::source::describe(&source, args.table).await?;
@@ -201,12 +251,7 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
         }
         .await;
         connection.abort();
-        let scored = scored?;
-        print_summary(&scored);
-        if let Some(out) = args.out {
-            write_diff(&scored, out)?;
-        }
-        Ok(scored.diff.is_empty())
+        finish(&scored?, args.out)
     })
 }
 

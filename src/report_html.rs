@@ -20,8 +20,8 @@ use lossproof_runtime::reconcile::{DiffKind, DiffRow};
 use lossproof_stdlib::run::{RunRecord, SeedRecord, Verdict};
 
 /// One colour per diff kind, in `DiffKind::ALL` order.
-const KIND_COLORS: [&str; 6] = [
-    "#c0392b", "#8e44ad", "#d68910", "#2471a3", "#117a65", "#7f8c8d",
+const KIND_COLORS: [&str; 7] = [
+    "#c0392b", "#8e44ad", "#d68910", "#2471a3", "#117a65", "#7f8c8d", "#b3b6b7",
 ];
 const CHART_W: f64 = 520.0;
 const CHART_H: f64 = 220.0;

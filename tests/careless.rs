@@ -594,6 +594,7 @@ impl Run {
         let lake = Lake::open(&self.state).await.unwrap();
         let careless = ConsumerLake {
             changelog: false,
+            applied: None,
             consumer: "careless".into(),
             namespace: self.namespace(),
             views: std::collections::HashMap::new(),
@@ -733,6 +734,7 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
     let lake = Lake::open(&run.state).await.unwrap();
     let careless = ConsumerLake {
         changelog: false,
+        applied: None,
         consumer: "careless".into(),
         namespace: run.namespace(),
         views: std::collections::HashMap::new(),

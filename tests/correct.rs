@@ -18,7 +18,9 @@
 //!    (a compaction of the same table) forces retries and nothing is lost
 //!    or doubled;
 //! 5. it refuses to start on a table with rows but no stored offsets, and
-//!    on stored offsets past the topic's end.
+//!    on stored offsets past the topic's end;
+//! 6. scored while the load runs (`lossproof reconcile --live`): no damage,
+//!    the keys changed after the source's snapshot `in-flight`.
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
@@ -59,6 +61,7 @@ fn correct_consumer_on_the_real_pipeline() {
         deletes_and_rereads_hold(&state, ports).await;
         schema_follows_the_source(&state, ports).await;
         junk_and_a_racing_writer(&state, ports).await;
+        reconciles_a_live_source(&state, ports).await;
     });
 }
 
@@ -112,6 +115,7 @@ async fn reconcile_correct(run: &Run) -> Reconciliation {
     let lake = Lake::open(&run.state).await.unwrap();
     let correct = ConsumerLake {
         changelog: false,
+        applied: None,
         consumer: "correct".into(),
         namespace: namespace(run),
         views: std::collections::HashMap::new(),
@@ -789,5 +793,132 @@ async fn junk_and_a_racing_writer(state: &Path, ports: Ports) {
         10,
         "every junk record is dead-lettered exactly once"
     );
+    run.finish().await;
+}
+
+/// `lossproof reconcile --run R --live` on a running pipeline: the correct
+/// consumer scores (exit 0, the snapshot's LSN said, some keys in flight);
+/// the careless one is refused (exit 2, nothing on stdout).
+async fn live_command(state: &Path, id: &str) {
+    let (state_dir, id) = (state.to_owned(), id.to_owned());
+    let (live, careless) = tokio::task::spawn_blocking(move || {
+        let args = ["reconcile", "--run", &id, "--live", "--consumer"];
+        (
+            crate::stack::lossproof(&state_dir, &[&args[..], &["correct"]].concat()),
+            crate::stack::lossproof(&state_dir, &[&args[..], &["careless"]].concat()),
+        )
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&live.stdout),
+        String::from_utf8_lossy(&live.stderr)
+    );
+    assert_eq!(live.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("the source's snapshot is at LSN") && text.contains("IN-FLIGHT"),
+        "{text}"
+    );
+    assert!(text.contains("correct    orders"), "{text}");
+    let refused = String::from_utf8_lossy(&careless.stderr);
+    assert_eq!(careless.status.code(), Some(2), "{refused}");
+    assert!(
+        refused.contains("INVALID") && refused.contains("keeps no Kafka offsets in its lake"),
+        "{refused}"
+    );
+    assert!(careless.stdout.is_empty(), "nothing scored: {refused}");
+}
+
+/// Item 5 of issue 15: a live source. Under load, no faults, the correct
+/// consumer keeping up: every reconciliation of the running pipeline (the
+/// source in one snapshot, the lake once it covers the snapshot's LSN)
+/// finds NO damage, and the keys the consumer already changed past the
+/// snapshot are `in-flight`; at least one of a few tries catches some. The
+/// command (`lossproof reconcile --run R --live`) exits 0 on the same, and
+/// refuses the careless consumer, which keeps no offsets in its lake.
+async fn reconciles_a_live_source(state: &Path, ports: Ports) {
+    use lossproof_runtime::reconcile::live::Snapshot;
+    let run = Run::start(state, ports, "live").await;
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    let workload = load(&run, 35, 45);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let correct = ["correct".to_owned()];
+    let positions = lossproof_stdlib::consumer::positions(&correct, &[], &run.names, orders());
+    let lakes = lossproof_stdlib::consumer::lakes(&correct, &[], &run.names, orders());
+    assert!(
+        lakes[0].applied.is_some(),
+        "the correct consumer keeps each key's transaction"
+    );
+    let kafka = lossproof_runtime::profile::Kafka::plain(run.ports.broker);
+    let lake = Lake::open(&run.state).await.unwrap();
+    let (mut in_flight, mut tries) = (0, 0);
+    while in_flight == 0 && tries < 6 && !workload.is_finished() {
+        tries += 1;
+        let reader = lossproof_runtime::postgres::connect(run.ports.source_postgres, DATABASE)
+            .await
+            .unwrap();
+        let snapshot = Snapshot::begin(&reader).await.unwrap();
+        let covered = gate::wait_covered(
+            &run.connect,
+            &run.names,
+            &run.source,
+            snapshot.lsn,
+            &kafka,
+            &positions,
+            &lake,
+            Duration::from_mins(1),
+        )
+        .await;
+        assert_eq!(
+            covered,
+            Ok(()),
+            "the lake covers the snapshot\n{}",
+            consumer.log()
+        );
+        let mut specs = Vec::new();
+        for table in orders().table_names() {
+            specs.push(reconcile::source::describe(&reader, table).await.unwrap());
+        }
+        let scored = reconcile::reconcile_live(
+            &reader,
+            &lake,
+            &specs,
+            &lakes,
+            reconcile::RowTables::Skip,
+            &snapshot,
+        )
+        .await
+        .unwrap();
+        Snapshot::end(&reader).await.unwrap();
+        assert_eq!(scored.in_memory, [], "compared in memory instead of merged");
+        let compared: u64 = scored.summary.iter().map(|s| s.counts.compared).sum();
+        let damage: Vec<_> = scored.diff.iter().filter(|d| d.kind.is_damage()).collect();
+        eprintln!(
+            "live try {tries}: snapshot at {}, {compared} keys compared, {} in flight, {} damaged",
+            debezium::show_lsn(snapshot.lsn),
+            scored.diff.len() - damage.len(),
+            damage.len()
+        );
+        assert!(compared > 0, "rows were compared");
+        assert!(damage.is_empty(), "no damage on a live source: {damage:#?}");
+        assert!(scored.clean());
+        assert_eq!(scored.wrong_rows("correct"), 0, "{}", show(&scored));
+        in_flight += scored.diff.len();
+    }
+    assert!(
+        in_flight > 0,
+        "some keys were changed past a snapshot before the lake was read ({tries} tries)"
+    );
+    // The command, still under load: exit 0; the careless consumer refused.
+    live_command(state, &run.id).await;
+    // Drained, the same lake is exact (nothing in flight any more).
+    let report = workload.await.unwrap();
+    assert_eq!(report.failed, 0);
+    gate_correct(&run, &run.names, &consumer, Duration::from_mins(2)).await;
+    let drained = reconcile_correct(&run).await;
+    assert_exact(&drained, "live run, drained");
+    assert!(drained.diff.is_empty(), "{}", show(&drained));
+    consumer.stop();
     run.finish().await;
 }

@@ -11,6 +11,7 @@
 //! | `wrong` | holds a value the source never had for that key |
 //! | `resurrected` | has a key the source deleted (its history had it) |
 //! | `duplicate` | has the key more than once |
+//! | `in-flight` | differs, but its newest change is one the source's snapshot does not see yet: not damage (only when reconciling a live source, `live.rs`) |
 //!
 //! One diff row per key at most, so wrong rows can never exceed rows
 //! compared (= keys in the source or the lake).
@@ -34,16 +35,19 @@ pub enum DiffKind {
     Wrong,
     Resurrected,
     Duplicate,
+    #[serde(rename = "in-flight")]
+    InFlight,
 }
 
 impl DiffKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Missing,
         Self::Extra,
         Self::Stale,
         Self::Wrong,
         Self::Resurrected,
         Self::Duplicate,
+        Self::InFlight,
     ];
 
     #[must_use]
@@ -55,7 +59,23 @@ impl DiffKind {
             Self::Wrong => "wrong",
             Self::Resurrected => "resurrected",
             Self::Duplicate => "duplicate",
+            Self::InFlight => "in-flight",
         }
+    }
+
+    /// Its column in the `summary` table (`in_flight`: SQL names need no quotes).
+    #[must_use]
+    pub fn column(self) -> &'static str {
+        match self {
+            Self::InFlight => "in_flight",
+            other => other.as_str(),
+        }
+    }
+
+    /// Whether a row of this kind is damage (every kind but `in-flight`).
+    #[must_use]
+    pub fn is_damage(self) -> bool {
+        self != Self::InFlight
     }
 }
 
@@ -89,7 +109,7 @@ pub struct Counts {
     pub compared: u64,
     pub source_rows: u64,
     pub lake_rows: u64,
-    /// Diff rows (one per damaged key).
+    /// Damaged keys: diff rows, `in-flight` ones excepted.
     pub wrong: u64,
     pub by_kind: BTreeMap<DiffKind, u64>,
 }

@@ -10,6 +10,7 @@
 //!    for a consumer that keeps its offsets in the lake, the offsets its
 //!    latest commit stored are at the end too (the group is only a mirror).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -67,6 +68,10 @@ pub enum Invalid {
         confirmed: String,
         target: String,
     },
+    #[error(
+        "{consumer} keeps no Kafka offsets in its lake: nothing says which of its snapshots covers the source's"
+    )]
+    NotLive { consumer: String },
     #[error("cannot check: {0}")]
     Unreachable(String),
 }
@@ -96,7 +101,7 @@ pub async fn wait_scoreable(
         if behind.is_none()
             && let Some(lake) = lake
         {
-            behind = lake_behind(kafka, lake, consumers).await?;
+            behind = lake_behind(lake, consumers, &topic_ends(kafka, consumers).await?).await?;
         }
         match behind {
             None => break,
@@ -142,12 +147,72 @@ async fn slot_behind(
     Ok(None)
 }
 
-/// The first consumer/topic whose offsets stored in the lake are short of
-/// the topic's end, if any.
-async fn lake_behind(
+/// Wait (bounded by `limit`) until every consumer's lake holds every
+/// change committed before `lsn` (a live source's snapshot, see
+/// [`super::live`]): the connector is running and the slot confirmed `lsn`
+/// (every such change is in Kafka), then the offsets each lake stores reach
+/// the topics' ends of that moment. A consumer that keeps no offsets in its
+/// lake cannot be placed against `lsn`: [`Invalid::NotLive`].
+#[allow(clippy::too_many_arguments)] // the run's names, clients and positions, each once
+pub async fn wait_covered(
+    connect: &ConnectClient,
+    names: &CaptureNames,
+    source: &tokio_postgres::Client,
+    lsn: u64,
     kafka: &crate::profile::Kafka,
+    consumers: &[ConsumerPosition],
+    lake: &crate::Lake,
+    limit: Duration,
+) -> Result<(), Invalid> {
+    if let Some(c) = consumers.iter().find(|c| c.lake_offsets.is_none()) {
+        return Err(Invalid::NotLive {
+            consumer: c.consumer.clone(),
+        });
+    }
+    let deadline = Instant::now() + limit;
+    debezium::wait_drained(connect, names, source, lsn, limit)
+        .await
+        .map_err(|e| Invalid::Unreachable(e.to_string()))?
+        .map_err(Invalid::NotDrained)?;
+    // Past this moment's ends: every change up to `lsn`, and perhaps more.
+    let ends = topic_ends(kafka, consumers).await?;
+    loop {
+        match lake_behind(lake, consumers, &ends).await? {
+            None => return Ok(()),
+            Some(invalid) if Instant::now() >= deadline => return Err(invalid),
+            Some(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// Every partition of the topics `consumers` read, with its end offset now.
+async fn topic_ends(
+    kafka: &crate::profile::Kafka,
+    consumers: &[ConsumerPosition],
+) -> Result<Ends, Invalid> {
+    let mut out = Ends::new();
+    for c in consumers.iter().filter(|c| c.lake_offsets.is_some()) {
+        for topic in &c.topics {
+            if out.keys().any(|(t, _)| t == topic) {
+                continue;
+            }
+            for (partition, end) in ends(kafka, topic).await? {
+                out.insert((topic.clone(), partition), end);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// (topic, partition) → end offset.
+type Ends = HashMap<(String, i32), i64>;
+
+/// The first consumer/topic whose offsets stored in the lake are short of
+/// `ends`, if any.
+async fn lake_behind(
     lake: &crate::Lake,
     consumers: &[ConsumerPosition],
+    ends: &Ends,
 ) -> Result<Option<Invalid>, Invalid> {
     for c in consumers {
         let Some((namespace, table)) = &c.lake_offsets else {
@@ -161,20 +226,18 @@ async fn lake_behind(
             .await
             .map_err(|e| Invalid::Unreachable(format!("{ident}: {e}")))?;
         let stored = crate::lake::latest_properties(&table, OFFSET_PROPERTY_PREFIX);
-        for topic in &c.topics {
-            for (partition, end) in ends(kafka, topic).await? {
-                let stored = stored
-                    .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.{partition}"))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                if end > 0 && stored < end {
-                    return Ok(Some(Invalid::LakeBehind {
-                        consumer: c.consumer.clone(),
-                        topic: format!("{topic}[{partition}]"),
-                        stored,
-                        end,
-                    }));
-                }
+        for ((topic, partition), end) in ends.iter().filter(|((t, _), _)| c.topics.contains(t)) {
+            let stored = stored
+                .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.{partition}"))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if *end > 0 && stored < *end {
+                return Ok(Some(Invalid::LakeBehind {
+                    consumer: c.consumer.clone(),
+                    topic: format!("{topic}[{partition}]"),
+                    stored,
+                    end: *end,
+                }));
             }
         }
     }

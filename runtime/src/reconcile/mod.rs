@@ -28,6 +28,7 @@ pub mod changelog;
 pub mod diff;
 mod error;
 pub mod gate;
+pub mod live;
 pub mod merge;
 pub mod source;
 
@@ -55,6 +56,13 @@ pub struct ConsumerLake {
     /// The tables are change logs ([`changelog`]): each view returns
     /// [`changelog::COLUMNS`] and is scored by each key's latest row.
     pub changelog: bool,
+    /// SQL over the lake returning, for every key the consumer wrote, the
+    /// source transaction of the newest change it applied: columns
+    /// `table`, `key` (the key's values joined by U+001F, as
+    /// [`crate::lake::read::row_keys`] renders them) and `tx_id`
+    /// (Debezium's `source.txId`). Only a live reconciliation reads it
+    /// ([`live`]); `None`: the consumer keeps no such record.
+    pub applied: Option<String>,
 }
 
 /// Counts for one consumer and table.
@@ -151,6 +159,33 @@ pub async fn reconcile_tables(
     consumers: &[ConsumerLake],
     rows: RowTables,
 ) -> Result<Reconciliation, Error> {
+    compare_tables(source, lake, specs, consumers, rows, None).await
+}
+
+/// [`reconcile_tables`] of a source that is still being written: `source`
+/// is in the transaction of `snapshot` ([`live::Snapshot::begin`]) and the
+/// lake covers its LSN ([`gate::wait_covered`]). A differing key whose
+/// newest applied change the snapshot does not see is `in-flight`, not
+/// damage; every consumer needs [`ConsumerLake::applied`].
+pub async fn reconcile_live(
+    source: &tokio_postgres::Client,
+    lake: &Lake,
+    specs: &[SourceTable],
+    consumers: &[ConsumerLake],
+    rows: RowTables,
+    snapshot: &live::Snapshot,
+) -> Result<Reconciliation, Error> {
+    compare_tables(source, lake, specs, consumers, rows, Some(snapshot)).await
+}
+
+async fn compare_tables(
+    source: &tokio_postgres::Client,
+    lake: &Lake,
+    specs: &[SourceTable],
+    consumers: &[ConsumerLake],
+    rows: RowTables,
+    live: Option<&live::Snapshot>,
+) -> Result<Reconciliation, Error> {
     let mut out = Reconciliation::default();
     let namespaces: Vec<&str> = consumers.iter().map(|c| c.namespace.as_str()).collect();
     // Fresh providers for every pass (cached ones miss new columns).
@@ -189,7 +224,7 @@ pub async fn reconcile_tables(
                     Err(merge::Merge::Failed(e)) => return Err(e),
                 }
             };
-            let found = match streamed {
+            let mut found = match streamed {
                 Ok(found) => found,
                 Err(why) => {
                     out.in_memory
@@ -197,6 +232,17 @@ pub async fn reconcile_tables(
                     in_memory(source, &ctx, &sql, spec, consumer, !source_kept, rows).await?
                 }
             };
+            if let Some(snapshot) = live {
+                live::mark_in_flight(
+                    lake,
+                    consumer,
+                    spec,
+                    snapshot,
+                    &mut found.diff,
+                    &mut found.counts,
+                )
+                .await?;
+            }
             out.diff.extend(found.diff);
             out.summary.push(Summary {
                 consumer: consumer.consumer.clone(),
@@ -477,6 +523,13 @@ impl<'t> LakeReader<'t> {
 }
 
 impl Reconciliation {
+    /// Whether no consumer's lake is damaged (every diff row, if any, is
+    /// `in-flight`).
+    #[must_use]
+    pub fn clean(&self) -> bool {
+        self.diff.iter().all(|d| !d.kind.is_damage())
+    }
+
     /// Diff rows by kind, for one consumer.
     #[must_use]
     pub fn wrong_rows(&self, consumer: &str) -> u64 {
@@ -536,7 +589,7 @@ impl Reconciliation {
         count("lake_rows", &|c| c.lake_rows);
         count("wrong_rows", &|c| c.wrong);
         for kind in DiffKind::ALL {
-            count(kind.as_str(), &|c| {
+            count(kind.column(), &|c| {
                 c.by_kind.get(&kind).copied().unwrap_or(0)
             });
         }

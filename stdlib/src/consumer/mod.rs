@@ -89,11 +89,16 @@ pub fn lakes(
             } else {
                 std::collections::HashMap::new()
             };
+            // The correct consumer keeps each key's transaction; a
+            // declared one (same name or not) is not known to.
+            let applied = (c == "correct" && !declared.iter().any(|d| &d.name == c))
+                .then(|| correct::state::applied_sql(&namespace));
             ConsumerLake {
                 consumer: c.clone(),
                 namespace,
                 views,
                 changelog,
+                applied,
             }
         })
         .collect()

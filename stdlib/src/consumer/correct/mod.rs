@@ -43,8 +43,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use self::position::Position;
 use self::state::{
-    LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, StateEntry, dead_letter_row, row_keys,
-    state_batch,
+    Applied, LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, StateEntry, dead_letter_row,
+    row_keys, state_batch,
 };
 use super::{debezium_type_name, to_arrow};
 
@@ -554,6 +554,17 @@ struct Keyed<'a> {
     change: &'a RowChange,
 }
 
+impl Keyed<'_> {
+    /// What the lake holds for the key once this change is applied.
+    fn applied(&self) -> Applied {
+        Applied {
+            position: self.position,
+            deleted: self.change.op == ChangeOp::Delete,
+            tx_id: self.change.tx_id,
+        }
+    }
+}
+
 #[allow(clippy::too_many_lines)] // one batch, read top to bottom
 async fn try_batch(
     lake: &Lake,
@@ -631,7 +642,7 @@ async fn try_batch(
         let keyed = keyed(&state.tables[t], changes)?;
         let mut winners: HashMap<&str, &Keyed> = HashMap::new();
         for k in &keyed {
-            let stored = state.index[t].get(&k.key).map(|(p, _)| *p);
+            let stored = state.index[t].get(&k.key).map(|a| a.position);
             let best = winners.get(&*k.key).map(|w| w.position).or(stored);
             if best.is_none_or(|b| k.position > b) {
                 winners.insert(&k.key, k);
@@ -686,8 +697,7 @@ async fn try_batch(
             state_rows.push(StateEntry {
                 table: t,
                 key: k.key.clone(),
-                position: k.position,
-                deleted: k.change.op == ChangeOp::Delete,
+                applied: k.applied(),
             });
             if k.change.op != ChangeOp::Delete
                 && let Some(after) = &k.change.after
@@ -698,7 +708,7 @@ async fn try_batch(
                         renaming(metadata.current_schema(), &history, &k.change.columns)
                     });
                 let mut row = renamed(after, names.as_ref());
-                let stored = state.index[t].get(&k.key).map(|(p, _)| *p);
+                let stored = state.index[t].get(&k.key).map(|a| a.position);
                 unchanged_toast(&mut row, k, &keyed, stored, table)?;
                 upserts.push((&k.key, row));
             }
@@ -729,7 +739,7 @@ async fn try_batch(
             reindex: added.len() > 1,
             winners: winners
                 .values()
-                .map(|w| (w.key.clone(), (w.position, w.change.op == ChangeOp::Delete)))
+                .map(|w| (w.key.clone(), w.applied()))
                 .collect(),
         });
         commits.push((
@@ -745,12 +755,11 @@ async fn try_batch(
     if compact_state {
         let mut newest: HashMap<(usize, std::sync::Arc<str>), StateEntry> = HashMap::new();
         for (t, index) in state.index.iter().enumerate() {
-            for (key, (position, deleted)) in index {
+            for (key, applied) in index {
                 let entry = StateEntry {
                     table: t,
                     key: key.clone(),
-                    position: *position,
-                    deleted: *deleted,
+                    applied: *applied,
                 };
                 newest.insert((t, key.clone()), entry);
             }
@@ -870,7 +879,7 @@ struct Pending {
     removed: Vec<String>,
     added: Option<(String, arrow_array::RecordBatch, state::Keys)>,
     reindex: bool,
-    winners: Vec<(std::sync::Arc<str>, (Position, bool))>,
+    winners: Vec<(std::sync::Arc<str>, Applied)>,
 }
 
 /// Each change with its key rendered the way the lake's rows render theirs.

@@ -48,6 +48,20 @@ pub const DEAD_LETTERS: &str = "dead_letters";
 pub const OFFSET_PREFIX: &str = lossproof_runtime::reconcile::gate::OFFSET_PROPERTY_PREFIX;
 pub const EPOCH_PREFIX: &str = "lossproof.epoch.";
 
+/// SQL over the lake (namespace `namespace`) returning the source
+/// transaction of the newest change applied to each key: what
+/// [`lossproof_runtime::reconcile::ConsumerLake::applied`] asks for.
+#[must_use]
+pub fn applied_sql(namespace: &str) -> String {
+    format!(
+        "SELECT \"table\", key, tx_id FROM (\
+           SELECT \"table\", key, tx_id, row_number() OVER \
+             (PARTITION BY \"table\", key ORDER BY after_commit DESC, lsn DESC, rank DESC) AS lp_newest \
+           FROM \"{namespace}\".\"{STATE_TABLE}\") \
+         WHERE lp_newest = 1"
+    )
+}
+
 /// A topic-partition.
 pub type Partition = (String, i32);
 
@@ -81,8 +95,8 @@ pub struct LakeState {
     /// Next offset to read, per partition (absent: from the beginning).
     pub offsets: HashMap<Partition, i64>,
     pub epochs: HashMap<Partition, u64>,
-    /// Per (table index, key): the position applied and whether it was a delete.
-    pub index: Vec<HashMap<Arc<str>, (Position, bool)>>,
+    /// Per (table index, key): what the lake holds for it.
+    pub index: Vec<HashMap<Arc<str>, Applied>>,
     /// The live data files of `_lp_state` (compacted into one when there
     /// are [`STATE_FILES_MAX`]).
     pub state_files: Vec<String>,
@@ -91,6 +105,17 @@ pub struct LakeState {
 /// `_lp_state` is rewritten as one file (the newest entry per key) in the
 /// batch that would make it hold more files than this.
 pub const STATE_FILES_MAX: usize = 64;
+
+/// What the lake holds for one key: the position of the newest change
+/// applied, whether it was a delete, and the source transaction that made
+/// it (Debezium's `source.txId`; a live reconciliation tells a change made
+/// after its source snapshot from damage by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub position: Position,
+    pub deleted: bool,
+    pub tx_id: Option<i64>,
+}
 
 /// A top-level primitive field.
 fn field(id: i32, name: &str, kind: PrimitiveType, required: bool) -> Arc<NestedField> {
@@ -112,6 +137,7 @@ fn state_schema() -> Result<Schema> {
             field(4, "lsn", Long, true),
             field(5, "rank", Int, true),
             field(6, "deleted", Boolean, true),
+            field(7, "tx_id", Long, false),
         ])
         .build()
         .map_err(Error::iceberg("the _lp_state schema"))
@@ -133,14 +159,12 @@ fn dead_letter_schema() -> Result<Schema> {
         .map_err(Error::iceberg("the dead_letters schema"))
 }
 
-/// One row of `_lp_state`: the position applied for a key of a table,
-/// and whether it was a delete.
+/// One row of `_lp_state`: what was applied to a key of a table.
 #[derive(Debug, Clone)]
 pub struct StateEntry {
     pub table: usize,
     pub key: Arc<str>,
-    pub position: Position,
-    pub deleted: bool,
+    pub applied: Applied,
 }
 
 /// `entries` as a batch of `_lp_state` (`tables` names each entry's table),
@@ -172,26 +196,32 @@ pub fn state_batch(
             "after_commit" => Arc::new(
                 entries
                     .iter()
-                    .map(|e| Some(saturate(e.position.after_commit)))
+                    .map(|e| Some(saturate(e.applied.position.after_commit)))
                     .collect::<Int64Array>(),
             ),
             "lsn" => Arc::new(
                 entries
                     .iter()
-                    .map(|e| Some(saturate(e.position.lsn)))
+                    .map(|e| Some(saturate(e.applied.position.lsn)))
                     .collect::<Int64Array>(),
             ),
             "rank" => Arc::new(
                 entries
                     .iter()
-                    .map(|e| Some(i32::from(e.position.rank)))
+                    .map(|e| Some(i32::from(e.applied.position.rank)))
                     .collect::<Int32Array>(),
             ),
             "deleted" => Arc::new(
                 entries
                     .iter()
-                    .map(|e| Some(e.deleted))
+                    .map(|e| Some(e.applied.deleted))
                     .collect::<BooleanArray>(),
+            ),
+            "tx_id" => Arc::new(
+                entries
+                    .iter()
+                    .map(|e| e.applied.tx_id)
+                    .collect::<Int64Array>(),
             ),
             other => {
                 return Err(Error::Corrupt(format!(
@@ -365,20 +395,27 @@ impl LakeState {
                     "{STATE_TABLE} has unexpected column types"
                 )));
             };
+            // Absent from a state table written before it existed.
+            let tx_ids = batch.column_by_name("tx_id");
+            let tx_ids = tx_ids.and_then(|c| c.as_any().downcast_ref::<Int64Array>());
             for i in 0..batch.num_rows() {
                 let Some(&t) = names.get(tables.value(i)) else {
                     continue;
                 };
-                let position = Position {
-                    after_commit: u64::try_from(commits.value(i)).unwrap_or(0),
-                    lsn: u64::try_from(lsns.value(i)).unwrap_or(0),
-                    rank: u8::try_from(ranks.value(i)).unwrap_or(0),
+                let applied = Applied {
+                    position: Position {
+                        after_commit: u64::try_from(commits.value(i)).unwrap_or(0),
+                        lsn: u64::try_from(lsns.value(i)).unwrap_or(0),
+                        rank: u8::try_from(ranks.value(i)).unwrap_or(0),
+                    },
+                    deleted: deleted.value(i),
+                    tx_id: tx_ids.and_then(|c| c.is_valid(i).then(|| c.value(i))),
                 };
                 let entry = self.index[t]
                     .entry(Arc::from(keys.value(i)))
-                    .or_insert((position, deleted.value(i)));
-                if position > entry.0 {
-                    *entry = (position, deleted.value(i));
+                    .or_insert(applied);
+                if applied.position > entry.position {
+                    *entry = applied;
                 }
             }
         }
