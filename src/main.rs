@@ -181,17 +181,22 @@ enum Command {
         #[arg(long)]
         table: Option<String>,
         /// The Iceberg catalog holding the lake table: `sqlite:///PATH/catalog.db`
-        /// (a SQL catalog) or `glue://REGION[?endpoint=URL]` (AWS Glue; an
+        /// (a SQL catalog), `glue://REGION[?endpoint=URL]` (AWS Glue; an
         /// endpoint of its own means an emulator such as moto, with its
         /// fixed keys; without one, credentials come from the usual AWS
-        /// environment and are never printed).
+        /// environment and are never printed), or `http(s)://HOST/PATH[?prefix=P&…]`
+        /// (a REST catalog; query pairs are its properties; its token in
+        /// $LOSSPROOF_LAKE_TOKEN or OAuth2 `id:secret` in
+        /// $LOSSPROOF_LAKE_CREDENTIAL, never printed).
         #[arg(long)]
         lake: Option<String>,
         /// The lake table: `namespace.name`.
         #[arg(long)]
         lake_table: Option<String>,
         /// The catalog's warehouse: a folder for a SQL catalog [default: the
-        /// catalog file's folder]; `s3://BUCKET/PREFIX` for Glue (required).
+        /// catalog file's folder]; `s3://BUCKET/PREFIX` for Glue (required);
+        /// for a REST catalog its `warehouse` property (the server's name
+        /// for one of its warehouses), if it needs one.
         #[arg(long)]
         warehouse: Option<String>,
         /// With --source: compare only the rows this predicate selects, on

@@ -134,9 +134,9 @@ pub struct Standalone<'a> {
     /// `postgres://USER:PASSWORD@HOST:PORT/DB`: never printed.
     pub source: &'a str,
     pub table: &'a str,
-    /// The Iceberg catalog: `sqlite:///PATH/catalog.db` (a SQL catalog) or
+    /// The Iceberg catalog: `sqlite:///PATH/catalog.db` (a SQL catalog),
     /// `glue://REGION[?endpoint=URL]` (AWS Glue; with an endpoint, an
-    /// emulator such as moto).
+    /// emulator such as moto) or `http(s)://…` (a REST catalog).
     pub lake: &'a str,
     /// `namespace.name`
     pub lake_table: &'a str,
@@ -154,7 +154,58 @@ pub struct Standalone<'a> {
 /// The consumer name a standalone comparison's counts carry.
 const STANDALONE: &str = "lake";
 
+/// A catalog `--lake` names.
+enum LakeArg {
+    /// One a stack could also use: SQL or Glue.
+    At(LakeLocation),
+    /// A REST catalog: its URI and its (non-secret) properties.
+    Rest {
+        uri: String,
+        properties: Vec<(String, String)>,
+    },
+}
+
+impl LakeArg {
+    async fn open(&self) -> CliResult<lossproof_runtime::Lake> {
+        Ok(match self {
+            Self::At(location) => lossproof_runtime::Lake::open_at(location).await?,
+            Self::Rest { uri, properties } => {
+                let secrets = lossproof_runtime::lake::rest::RestSecrets::from_env();
+                lossproof_runtime::Lake::open_rest(uri, properties, &secrets).await?
+            }
+        })
+    }
+}
+
+/// `http(s)://HOST/PATH?k=v&…`: the REST catalog's URI and properties;
+/// `--warehouse` is its `warehouse` property.
+fn rest_catalog(lake: &str, warehouse: Option<&str>) -> CliResult<LakeArg> {
+    let (uri, query) = lake.split_once('?').unwrap_or((lake, ""));
+    let mut properties = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(format!("--lake {uri}?…: `{pair}` is not KEY=VALUE").into());
+        };
+        properties.push((key.to_owned(), value.to_owned()));
+    }
+    if let Some(warehouse) = warehouse {
+        properties.push(("warehouse".to_owned(), warehouse.to_owned()));
+    }
+    Ok(LakeArg::Rest {
+        uri: uri.trim_end_matches('/').to_owned(),
+        properties,
+    })
+}
+
 /// Where `--lake` (and `--warehouse`) say the lake table's catalog is.
+fn lake_arg(lake: &str, warehouse: Option<&str>) -> CliResult<LakeArg> {
+    if lake.starts_with("http://") || lake.starts_with("https://") {
+        return rest_catalog(lake, warehouse);
+    }
+    lake_location(lake, warehouse).map(LakeArg::At)
+}
+
+/// A SQL or Glue catalog's location.
 fn lake_location(lake: &str, warehouse: Option<&str>) -> CliResult<LakeLocation> {
     if let Some(catalog) = lake.strip_prefix("sqlite://").map(Path::new) {
         if !catalog.is_file() {
@@ -200,14 +251,14 @@ fn lake_location(lake: &str, warehouse: Option<&str>) -> CliResult<LakeLocation>
             warehouse: warehouse.to_owned(),
         }));
     }
-    Err("--lake: sqlite:///PATH/catalog.db (an Iceberg SQL catalog) or glue://REGION[?endpoint=URL]".into())
+    Err("--lake: sqlite:///PATH/catalog.db (an Iceberg SQL catalog), glue://REGION[?endpoint=URL] or http(s)://HOST/PATH (a REST catalog)".into())
 }
 
 /// Exit 0 when the lake table holds exactly the source table's rows, 1 when
 /// it does not, an error (exit 2) when either cannot be read. Without the
 /// source's history table every differing row is `wrong` (docs/run.md).
 pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
-    let location = lake_location(args.lake, args.warehouse)?;
+    let location = lake_arg(args.lake, args.warehouse)?;
     let (namespace, name) = args
         .lake_table
         .rsplit_once('.')
@@ -219,7 +270,7 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
             .await
             .map_err(|e| format!("cannot connect to the source: {e}"))?;
         let connection = tokio::spawn(connection);
-        let lake = lossproof_runtime::Lake::open_at(&location).await?;
+        let lake = location.open().await?;
         let consumer = reconcile::ConsumerLake {
             consumer: STANDALONE.into(),
             namespace: namespace.into(),

@@ -168,6 +168,7 @@ async fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_
         let found = standalone_diff(run, &url, &[&lake, "--warehouse", &glue.warehouse], "glue");
         assert_eq!(found, expected, "Glue on moto");
     }
+    the_same_through_a_rest_catalog(run, &url, &expected).await;
     // A bad catalog is an error (exit 2), not a count.
     for (lake, error) in [
         ("sqlite:///no/such/catalog.db", "no catalog file"),
@@ -306,7 +307,19 @@ fn standalone_diff(
     lake: &[&str],
     label: &str,
 ) -> Vec<(serde_json::Value, serde_json::Value, serde_json::Value)> {
-    let namespace = run.namespace();
+    standalone_diff_in(run, url, lake, &run.namespace(), &[], label)
+}
+
+/// [`standalone_diff`] with the lake's tables in `namespace` and `env`
+/// added to the command's environment.
+fn standalone_diff_in(
+    run: &Run,
+    url: &str,
+    lake: &[&str],
+    namespace: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+    label: &str,
+) -> Vec<(serde_json::Value, serde_json::Value, serde_json::Value)> {
     let mut found = Vec::new();
     for table in ["customers", "orders", "order_items"] {
         let out = run.state.join(format!("standalone-{label}-{table}.json"));
@@ -315,7 +328,7 @@ fn standalone_diff(
         args.extend_from_slice(lake);
         args.extend(["--lake-table", &lake_table, "--out", out.to_str().unwrap()]);
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-        let output = crate::support::lossproof(&args);
+        let output = crate::support::lossproof_in_env(&args, env);
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
         assert!(
@@ -351,6 +364,113 @@ fn standalone_diff(
 /// Every table of `namespace` in `from` created in `to` with the same
 /// schema and the rows a reader of `from` sees (one append).
 #[cfg(feature = "aws")]
+/// `--lake http://…`: the same tables in a real Iceberg REST catalog
+/// server (lakana-server from PyPI: a sqlite catalog, a file warehouse,
+/// bearer tokens), written there through iceberg-rust's own REST commits;
+/// the token in `$LOSSPROOF_LAKE_TOKEN`: the same damage. A wrong token is
+/// an error (exit 2) naming the catalog, never printing the token; a token
+/// on the command line is refused.
+async fn the_same_through_a_rest_catalog(
+    run: &Run,
+    url: &str,
+    expected: &[(serde_json::Value, serde_json::Value, serde_json::Value)],
+) {
+    use lossproof_runtime::lake::rest::{RestSecrets, TOKEN_ENV};
+    let server = crate::stack::RestCatalogServer::start(&run.state.join("rest-catalog")).await;
+    let properties = [("prefix".to_owned(), server.prefix.clone())];
+    let secrets = RestSecrets {
+        token: Some(server.token.clone()),
+        credential: None,
+    };
+    let rest = Lake::open_rest(&server.uri, &properties, &secrets)
+        .await
+        .expect("the REST catalog opens");
+    assert!(
+        rest.describe()
+            .starts_with("REST catalog http://127.0.0.1:")
+    );
+    // lakana keeps tables in its medallion namespaces.
+    let namespace = iceberg::NamespaceIdent::new("bronze".to_owned());
+    let from = Lake::open(&run.state).await.unwrap();
+    let from_ns = iceberg::NamespaceIdent::new(run.namespace());
+    for name in from.table_names(&run.namespace()).await.unwrap() {
+        let source = from
+            .catalog()
+            .load_table(&iceberg::TableIdent::new(from_ns.clone(), name.clone()))
+            .await
+            .unwrap();
+        let creation = iceberg::TableCreation::builder()
+            .name(name.clone())
+            .schema(source.metadata().current_schema().as_ref().clone())
+            .build();
+        let target = rest
+            .catalog()
+            .create_table(&namespace, creation)
+            .await
+            .unwrap_or_else(|e| panic!("create bronze.{name}: {e}\n{}", server.log()));
+        let batches = lossproof_runtime::lake::read::visible_rows(&source)
+            .await
+            .unwrap();
+        rest.append(&target, batches, std::collections::HashMap::new())
+            .await
+            .unwrap_or_else(|e| panic!("append to bronze.{name}: {e}\n{}", server.log()));
+    }
+    let lake = format!("{}?prefix={}", server.uri, server.prefix);
+    let token = std::ffi::OsString::from(&server.token);
+    let found = standalone_diff_in(
+        run,
+        url,
+        &[&lake],
+        "bronze",
+        &[(TOKEN_ENV, token.as_os_str())],
+        "rest",
+    );
+    assert_eq!(found, expected, "through the REST catalog");
+    // A wrong token: an error naming the catalog, never the token.
+    let wrong = std::ffi::OsString::from("lakana_pat_0000000000000000_not-the-secret");
+    let args = [
+        "reconcile",
+        "--source",
+        url,
+        "--table",
+        "orders",
+        "--lake",
+        &lake,
+        "--lake-table",
+        "bronze.orders",
+    ]
+    .map(std::ffi::OsStr::new);
+    let refused = crate::support::lossproof_in_env(&args, &[(TOKEN_ENV, wrong.as_os_str())]);
+    let text = crate::support::output_text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("cannot open the REST catalog http://127.0.0.1:"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("not-the-secret"),
+        "the token is never printed: {text}"
+    );
+    // A token on the command line is refused before anything is sent.
+    let inline = format!("{lake}&token={}", server.token);
+    let args = [
+        "reconcile",
+        "--source",
+        url,
+        "--table",
+        "orders",
+        "--lake",
+        &inline,
+        "--lake-table",
+        "bronze.orders",
+    ]
+    .map(std::ffi::OsStr::new);
+    let refused = crate::support::lossproof(&args);
+    let text = crate::support::output_text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("give it in ${TOKEN_ENV}")), "{text}");
+}
+
 async fn copy_tables(from: &Lake, to: &Lake, namespace: &str) {
     use lossproof_runtime::lake::{Commit, write_data_files};
     let ns = to.ensure_namespace(namespace).await.unwrap();

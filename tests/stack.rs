@@ -547,3 +547,111 @@ fn interrupted_up_leaves_nothing(state: &Path) {
 fn endpoints(ports: Ports) -> lossproof_runtime::Endpoints {
     lossproof_runtime::Endpoints::local(ports, Path::new("/nonexistent-lake"))
 }
+
+/// A real Iceberg REST catalog on a loopback port for as long as this value
+/// lives: lakana-server (`.ci/test` installs it), its catalog in a sqlite
+/// file and its warehouse a folder under `dir`, one environment (its REST
+/// `prefix`) and one bearer token.
+pub struct RestCatalogServer {
+    _process: lossproof_runtime::supervisor::Supervised,
+    log: PathBuf,
+    pub uri: String,
+    pub prefix: String,
+    pub token: String,
+}
+
+impl RestCatalogServer {
+    /// Migrate its database, start it, wait (up to a minute) until it
+    /// answers, and create the environment `dev` on a file warehouse.
+    pub async fn start(dir: &Path) -> Self {
+        let venv = lossproof_runtime::tools::Tools::from_env().lakana_venv();
+        let program = venv.join("bin/lakana-server");
+        assert!(
+            venv.join(".complete").is_file(),
+            "lakana-server is not installed at {}: `bash .ci/test` installs it",
+            venv.display()
+        );
+        std::fs::create_dir_all(dir.join("warehouse")).unwrap();
+        let dir = std::fs::canonicalize(dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let (key_id, secret) = ("0123456789abcdef", "lossproof-test-secret");
+        let env = [
+            (
+                "LAKANA_DATABASE__URL",
+                format!("sqlite:///{}", dir.join("lakana.db").display()),
+            ),
+            ("LAKANA_BOOTSTRAP_PAT_KEY_ID", key_id.to_owned()),
+            ("LAKANA_BOOTSTRAP_PAT_SECRET", secret.to_owned()),
+            ("LAKANA_HOST", "127.0.0.1".to_owned()),
+            ("LAKANA_PORT", port.to_string()),
+        ];
+        let migrated = Command::new("timeout")
+            .arg("120")
+            .arg(&program)
+            .arg("migrate")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run lakana-server migrate");
+        assert!(
+            migrated.status.success(),
+            "lakana-server migrate: {}",
+            String::from_utf8_lossy(&migrated.stderr)
+        );
+        let log = dir.join("lakana.log");
+        let mut process = lossproof_runtime::supervisor::Supervised::new(
+            "lakana-server",
+            program,
+            Vec::new(),
+            log.clone(),
+        );
+        for (k, v) in &env {
+            process = process.env(k, v);
+        }
+        process.start().expect("start lakana-server");
+        let server = Self {
+            _process: process,
+            log,
+            uri: format!("http://127.0.0.1:{port}"),
+            prefix: "dev".to_owned(),
+            token: format!("lakana_pat_{key_id}_{secret}"),
+        };
+        let client = reqwest::Client::new();
+        let started = Instant::now();
+        loop {
+            let answered = client
+                .post(format!("{}/api/v1/environments", server.uri))
+                .bearer_auth(&server.token)
+                .json(&serde_json::json!({
+                    "name": server.prefix,
+                    "storage": {"scheme": "file", "root": format!("file://{}", dir.join("warehouse").display())},
+                }))
+                .timeout(Duration::from_secs(10))
+                .send()
+                .await;
+            match answered {
+                Ok(response) if response.status().is_success() => break server,
+                Ok(response) => panic!(
+                    "lakana-server refused the environment: {} {}\n{}",
+                    response.status(),
+                    response.text().await.unwrap_or_default(),
+                    server.log()
+                ),
+                Err(e) if started.elapsed() > Duration::from_mins(1) => {
+                    panic!(
+                        "lakana-server did not answer in a minute: {e}\n{}",
+                        server.log()
+                    )
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
+    /// The server's output so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}

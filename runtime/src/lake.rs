@@ -58,6 +58,7 @@ mod compact;
 mod glue;
 mod maintenance;
 pub mod read;
+pub mod rest;
 mod schema;
 mod sql;
 
@@ -102,6 +103,9 @@ enum Backend {
     },
     #[cfg(feature = "aws")]
     Glue(glue::Glue),
+    /// A team's REST catalog: read, and written only by iceberg-rust's own
+    /// commits ([`rest`]).
+    Rest(Box<rest::Rest>),
 }
 
 /// Manifests kept by [`Lake::manifest`] before the cache starts over.
@@ -147,6 +151,22 @@ impl Lake {
         }
     }
 
+    /// The lake behind the Iceberg REST catalog at `uri` (`http://…` or
+    /// `https://…`), with the catalog's `properties` (`warehouse`,
+    /// `prefix`, …) and its token or OAuth2 credential
+    /// ([`rest::RestSecrets::from_env`]). Read-only but for iceberg-rust's
+    /// own commits.
+    pub async fn open_rest(
+        uri: &str,
+        properties: &[(String, String)],
+        secrets: &rest::RestSecrets,
+    ) -> Result<Self> {
+        Ok(Self {
+            backend: Backend::Rest(Box::new(rest::Rest::open(uri, properties, secrets).await?)),
+            manifests: std::sync::Mutex::default(),
+        })
+    }
+
     /// Whether [`Lake::commit_all`] moves several tables all or nothing
     /// (the SQL catalog) or one after another (Glue: [`glue`]).
     #[must_use]
@@ -155,6 +175,7 @@ impl Lake {
             Backend::Sql { .. } => true,
             #[cfg(feature = "aws")]
             Backend::Glue(_) => false,
+            Backend::Rest(_) => false,
         }
     }
 
@@ -234,6 +255,7 @@ impl Lake {
             Backend::Sql { catalog, .. } => catalog,
             #[cfg(feature = "aws")]
             Backend::Glue(glue) => glue.catalog(),
+            Backend::Rest(rest) => &rest.catalog,
         }
     }
 
@@ -244,15 +266,12 @@ impl Lake {
             Backend::Sql { root, .. } => root.display().to_string(),
             #[cfg(feature = "aws")]
             Backend::Glue(glue) => format!("Glue catalog, warehouse {}", glue.location().warehouse),
+            Backend::Rest(rest) => format!("REST catalog {}", rest.uri),
         }
     }
 
     /// The local lake's sqlite file, folder of that file and warehouse
-    /// folder; `None` on S3.
-    #[cfg_attr(
-        not(feature = "aws"),
-        expect(clippy::unnecessary_wraps, reason = "None on the S3 lake")
-    )]
+    /// folder; `None` on S3 or behind a REST catalog.
     fn local(&self) -> Option<(&Path, &Path, &Path)> {
         match &self.backend {
             Backend::Sql {
@@ -263,6 +282,7 @@ impl Lake {
             } => Some((catalog_db, root, warehouse)),
             #[cfg(feature = "aws")]
             Backend::Glue(_) => None,
+            Backend::Rest(_) => None,
         }
     }
 
@@ -300,6 +320,8 @@ impl Lake {
             Backend::Sql { warehouse, .. } => file_uri(warehouse),
             #[cfg(feature = "aws")]
             Backend::Glue(glue) => glue.location().warehouse.clone(),
+            // The server decides where each table's files are.
+            Backend::Rest(rest) => rest.uri.clone(),
         }
     }
 
@@ -359,25 +381,20 @@ impl Lake {
             self.catalog().drop_table(&table).await?;
         }
         self.catalog().drop_namespace(&ident).await?;
-        match &self.backend {
-            Backend::Sql { warehouse, .. } => {
-                let folder = warehouse.join(namespace);
-                if folder.exists() {
-                    std::fs::remove_dir_all(&folder).map_err(|e| {
-                        iceberg::Error::new(
-                            iceberg::ErrorKind::Unexpected,
-                            format!("remove {}: {e}", folder.display()),
-                        )
-                    })?;
-                }
+        if let Backend::Sql { warehouse, .. } = &self.backend {
+            let folder = warehouse.join(namespace);
+            if folder.exists() {
+                std::fs::remove_dir_all(&folder).map_err(|e| {
+                    iceberg::Error::new(
+                        iceberg::ErrorKind::Unexpected,
+                        format!("remove {}: {e}", folder.display()),
+                    )
+                })?;
             }
-            #[cfg(feature = "aws")]
-            Backend::Glue(_) => {
-                for (io, location) in locations {
-                    io.delete_prefix(&format!("{}/", location.trim_end_matches('/')))
-                        .await?;
-                }
-            }
+        }
+        for (io, location) in locations {
+            io.delete_prefix(&format!("{}/", location.trim_end_matches('/')))
+                .await?;
         }
         Ok(())
     }

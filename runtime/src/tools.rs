@@ -20,6 +20,10 @@ pub const NIGHTLY_VENV_KEY: &str = "1";
 /// confluent-kafka, fastavro, pyiceberg); the key changes with its pins in
 /// `bootstrap.sh`.
 pub const BYO_VENV_KEY: &str = "1";
+/// lakana-server, the Iceberg REST catalog the REST test starts
+/// (`tests/careless.rs`); `.ci/test` installs it (not the bootstrap: the
+/// stack does not need it).
+pub const LAKANA_VERSION: &str = "0.20.0";
 /// moto's version in that virtualenv (pinned in `bootstrap.sh`).
 pub const MOTO_VERSION: &str = "5.2.5";
 
@@ -81,6 +85,12 @@ impl Tools {
     #[must_use]
     pub fn byo_venv(&self) -> PathBuf {
         self.cache.join(format!("venv-byo-{BYO_VENV_KEY}"))
+    }
+
+    /// lakana-server's virtualenv (`.ci/test` installs it).
+    #[must_use]
+    pub fn lakana_venv(&self) -> PathBuf {
+        self.cache.join(format!("venv-lakana-{LAKANA_VERSION}"))
     }
 
     #[must_use]

@@ -274,6 +274,18 @@ impl Lake {
                 }
                 Ok(())
             }
+            super::Backend::Rest(rest) => match swaps.first() {
+                None => Ok(()),
+                Some((table, _, _)) => Err(CommitError::Catalog {
+                    table: table.clone(),
+                    source: format!(
+                        "{} is a REST catalog: lossproof reads it, and writes it only through \
+                         iceberg-rust's own commits (the REST protocol has no pointer swap)",
+                        rest.uri
+                    )
+                    .into(),
+                }),
+            },
         }
     }
 
