@@ -40,13 +40,20 @@ pub const COLUMN_TYPES: &[&str] = &[
     "integer",
     "bigint",
     "numeric(P,S)",
+    "real",
     "double precision",
     "boolean",
     "text",
     "varchar(N)",
+    "char(N)",
     "uuid",
+    "date",
+    "time",
+    "timestamp",
     "timestamptz",
+    "json",
     "jsonb",
+    "bytea",
 ];
 
 /// The first word of each type, for "did you mean" and completion.
@@ -55,13 +62,20 @@ pub const TYPE_WORDS: &[&str] = &[
     "integer",
     "bigint",
     "numeric",
+    "real",
     "double",
     "boolean",
     "text",
     "varchar",
+    "char",
     "uuid",
+    "date",
+    "time",
+    "timestamp",
     "timestamptz",
+    "json",
     "jsonb",
+    "bytea",
 ];
 
 /// Types a primary-key column may have (the generator makes unique values
@@ -93,7 +107,10 @@ const RESERVED_PREFIXES: &[&str] = &["lossproof_", "_lp_"];
 /// Whether a type word takes `(…)` arguments (`numeric(10,2)`, `varchar(40)`).
 #[must_use]
 pub fn takes_arguments(word: &str) -> bool {
-    matches!(word, "numeric" | "decimal" | "varchar")
+    matches!(
+        word,
+        "numeric" | "decimal" | "varchar" | "char" | "character"
+    )
 }
 
 /// The wider type `alter table T widen C` changes a column to, if any.
@@ -116,6 +133,16 @@ pub fn widens_to(sql_type: &str) -> Option<String> {
             Some(format!("varchar({})", n.saturating_mul(2).min(10_485_760)))
         }
     }
+}
+
+/// `char(N)` -> N.
+#[must_use]
+pub fn char_length(sql_type: &str) -> Option<u32> {
+    sql_type
+        .strip_prefix("char(")?
+        .strip_suffix(')')?
+        .parse()
+        .ok()
 }
 
 /// `numeric(P,S)` -> (P, S).
@@ -445,7 +472,13 @@ impl<'d, 'v> TableReader<'d, 'v> {
             "text" => Some("text"),
             "uuid" => Some("uuid"),
             "timestamptz" => Some("timestamptz"),
+            "timestamp" => Some("timestamp"),
+            "date" => Some("date"),
+            "time" => Some("time"),
+            "json" => Some("json"),
             "jsonb" => Some("jsonb"),
+            "bytea" => Some("bytea"),
+            "real" | "float4" => Some("real"),
             "float8" => Some("double precision"),
             "double" => {
                 self.expect(words, &["precision"])?;
@@ -472,9 +505,14 @@ impl<'d, 'v> TableReader<'d, 'v> {
                     return Some(format!("numeric({p},{s})"));
                 }
                 ("varchar", Some(&[n])) if n >= 1 => return Some(format!("varchar({n})")),
+                ("char" | "character", Some(&[n])) if (1..=10_485_760).contains(&n) => {
+                    return Some(format!("char({n})"));
+                }
                 _ => {
                     let help = if word.value == "varchar" {
                         "give its length, e.g. `varchar(40)`"
+                    } else if matches!(word.value.as_str(), "char" | "character") {
+                        "give its length, e.g. `char(8)`: values are padded with spaces to it"
                     } else {
                         "give precision 1..38 and scale 0..precision, e.g. `numeric(10,2)`: Iceberg decimals have a fixed scale"
                     };

@@ -183,8 +183,9 @@
 (table_line
   (identifier) @type.builtin
   (#any-of? @type.builtin
-    "smallint" "integer" "bigint" "numeric" "double" "boolean" "text" "varchar"
-    "uuid" "timestamptz" "jsonb" "precision"))
+    "smallint" "integer" "bigint" "numeric" "real" "double" "boolean" "text"
+    "varchar" "char" "uuid" "date" "time" "timestamp" "timestamptz" "json"
+    "jsonb" "bytea" "precision"))
 
 ; units
 ((unit) @number.unit

@@ -44,8 +44,9 @@ syntax keyword lpConsumerClause contained command offsets in group lake reads to
 syntax keyword lpConsumerClause contained changelog
 syntax keyword lpTableWord contained primary key foreign references on not null large replica
 syntax keyword lpTableWord contained identity full default
-syntax keyword lpColumnType contained smallint integer bigint numeric double boolean text varchar
-syntax keyword lpColumnType contained uuid timestamptz jsonb precision
+syntax keyword lpColumnType contained smallint integer bigint numeric real double boolean text
+syntax keyword lpColumnType contained varchar char uuid date time timestamp timestamptz json jsonb
+syntax keyword lpColumnType contained bytea precision
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 

@@ -14,8 +14,9 @@ pub mod correct;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Decimal128Builder, Float64Builder, Int32Builder, Int64Builder,
-    LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
+    BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int32Builder,
+    Int64Builder, LargeBinaryBuilder, StringBuilder, Time64MicrosecondBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
@@ -177,13 +178,25 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
     Ok(match t.as_str() {
         "bigint" | "int8" => PrimitiveType::Long,
         "integer" | "int" | "int4" | "smallint" => PrimitiveType::Int,
-        // uuid and jsonb as Debezium sends them: their PostgreSQL text.
-        "text" | "varchar" | "uuid" | "jsonb" => PrimitiveType::String,
-        _ if t.starts_with("varchar(") || t.starts_with("character varying") => {
+        // uuid, json and jsonb as Debezium sends them: their PostgreSQL
+        // text; char(n) with PostgreSQL's padding.
+        "text" | "varchar" | "uuid" | "json" | "jsonb" => PrimitiveType::String,
+        _ if t.starts_with("varchar(")
+            || t.starts_with("character varying")
+            || t.starts_with("char(")
+            || t.starts_with("character(") =>
+        {
             PrimitiveType::String
         }
         "boolean" | "bool" => PrimitiveType::Boolean,
         "timestamptz" | "timestamp with time zone" => PrimitiveType::Timestamptz,
+        // Debezium's io.debezium.time types (time.precision.mode adaptive):
+        // Date in days, MicroTime and MicroTimestamp in microseconds.
+        "timestamp" | "timestamp without time zone" => PrimitiveType::Timestamp,
+        "date" => PrimitiveType::Date,
+        "time" | "time without time zone" => PrimitiveType::Time,
+        "bytea" => PrimitiveType::Binary,
+        "real" | "float4" => PrimitiveType::Float,
         "double precision" | "float8" => PrimitiveType::Double,
         _ => {
             let numeric = t
@@ -206,10 +219,14 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
 #[must_use]
 pub fn debezium_type_name(kind: &PrimitiveType) -> String {
     match kind {
-        PrimitiveType::Long => "long".into(),
-        PrimitiveType::Int => "int".into(),
+        // Debezium's Date is days in an int, MicroTime and MicroTimestamp
+        // microseconds in a long.
+        PrimitiveType::Long | PrimitiveType::Time | PrimitiveType::Timestamp => "long".into(),
+        PrimitiveType::Int | PrimitiveType::Date => "int".into(),
         PrimitiveType::Boolean => "boolean".into(),
         PrimitiveType::Double => "double".into(),
+        PrimitiveType::Float => "float".into(),
+        PrimitiveType::Binary => "bytes".into(),
         PrimitiveType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
         // Strings, and timestamptz as io.debezium.time.ZonedTimestamp.
         _ => "string".into(),
@@ -385,6 +402,54 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
                     }
                 }
                 Arc::new(b.finish().with_timezone("+00:00"))
+            }
+            PrimitiveType::Float => {
+                let mut b = Float32Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        // A real's value, widened on the way: exact back.
+                        #[expect(clippy::cast_possible_truncation, reason = "a real's value")]
+                        Cell::Float(v) => b.append_value(*v as f32),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Date => {
+                let mut b = Date32Builder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Int(days) => {
+                            b.append_value(i32::try_from(*days).map_err(|_| bad(cell))?);
+                        }
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Time => {
+                let mut b = Time64MicrosecondBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Int(micros) => b.append_value(*micros),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            PrimitiveType::Timestamp => {
+                let mut b = TimestampMicrosecondBuilder::new();
+                for cell in cells {
+                    match cell {
+                        Cell::Null => b.append_null(),
+                        Cell::Int(micros) => b.append_value(*micros),
+                        other => return Err(bad(other)),
+                    }
+                }
+                Arc::new(b.finish())
             }
             PrimitiveType::Binary => {
                 let mut b = LargeBinaryBuilder::new();

@@ -23,12 +23,27 @@
 //! text 4,000 random characters (pglz cannot shrink them, so PostgreSQL
 //! stores them out of line), uuids, jsonb objects, timestamps on the
 //! workload's clock; a nullable column is NULL one time in eight.
+//!
+//! One value in six is an EDGE of its type instead ([`edges`]): integer
+//! extremes, numerics at full precision, `NaN`, infinities and `-0` for
+//! floats, dates and timestamps before 1970 and after 2038, midnight and
+//! the last microsecond of a day, emoji, combining characters, control
+//! characters, quotes and long text, empty bytea and JSON with unsorted
+//! keys and `2.50`. Edges come from a ChaCha stream of their own (same
+//! seed and connection), so every seed's operations, keys and ordinary
+//! values are the same with or without them.
 
 use std::fmt;
+use std::fmt::Write as _;
 
 use lossproof_lang::vocabulary::TableSig;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore as _, SeedableRng as _};
 
 use super::generator::Draws;
+
+/// One value in this many is an edge of its type.
+const EDGE_ONE_IN: u64 = 6;
 
 /// The workload's epoch (2026-01-01T00:00:00Z) in Unix milliseconds.
 const EPOCH_MS: i64 = 1_767_225_600_000;
@@ -180,6 +195,8 @@ impl LiveRow {
 /// One connection's generator over declared tables.
 pub struct TableGenerator {
     draws: Draws,
+    /// Whether, and which, edge replaces a value: a stream of its own.
+    edges: Box<ChaCha8Rng>,
     tables: std::sync::Arc<Vec<TableSig>>,
     /// Per table, the rows this connection owns.
     live: Vec<Vec<LiveRow>>,
@@ -196,8 +213,11 @@ impl TableGenerator {
         connections: u64,
         mix: [f64; 4],
     ) -> Self {
+        let mut edges = ChaCha8Rng::seed_from_u64(seed);
+        edges.set_stream(connection + (1 << 32));
         Self {
             draws: Draws::new(seed, connection, connections, mix),
+            edges: Box::new(edges),
             live: vec![Vec::new(); tables.len()],
             tables,
         }
@@ -444,8 +464,75 @@ impl TableGenerator {
         }
     }
 
-    /// A value of `sql_type` (a type `lossproof_lang::tables` accepts).
+    /// A value of `sql_type` (a type `lossproof_lang::tables` accepts): an
+    /// ordinary one, or one time in [`EDGE_ONE_IN`] an edge of the type
+    /// (never for a `large` column: its point is its size).
     fn value(&mut self, sql_type: &str, large: bool) -> String {
+        let ordinary = self.ordinary_value(sql_type, large);
+        if large || !self.edges.next_u64().is_multiple_of(EDGE_ONE_IN) {
+            return ordinary;
+        }
+        let mut choices = edges(sql_type);
+        if choices.is_empty() {
+            return ordinary;
+        }
+        let pick = usize::try_from(self.edges.next_u64() % choices.len() as u64).expect("small");
+        choices.swap_remove(pick)
+    }
+
+    /// A value of `real`, `date`, `time`, `timestamp`, `bytea` or `json`
+    /// from the main stream; `None` for any other type.
+    fn time_float_binary_or_json(&mut self, sql_type: &str) -> Option<String> {
+        let signed = |g: &mut Self, range: u64| {
+            i64::try_from(g.below(range)).expect("small") - i64::try_from(range / 2).expect("small")
+        };
+        Some(match sql_type {
+            "real" => {
+                // Exact in binary single precision.
+                let units = signed(self, 1 << 22);
+                format!("{}", units as f64 / 64.0)
+            }
+            "date" => {
+                // 1900-01-01 .. 2100-12-31.
+                let day = chrono::NaiveDate::from_ymd_opt(1900, 1, 1).expect("a date")
+                    + chrono::Days::new(self.below(73_414));
+                day.format("%Y-%m-%d").to_string()
+            }
+            "time" => time_of_day(self.below(86_400_000_000)),
+            "timestamp" => {
+                // 1900-01-01 .. 2100-12-31, to the microsecond.
+                let micros = i64::try_from(self.below(6_342_969_600_000_000)).expect("small")
+                    - 2_208_988_800_000_000;
+                chrono::DateTime::from_timestamp_micros(micros)
+                    .expect("within chrono's range")
+                    .naive_utc()
+                    .format("%Y-%m-%d %H:%M:%S%.6f")
+                    .to_string()
+            }
+            "bytea" => {
+                let len = 1 + self.below(24);
+                let mut hex = String::from("\\x");
+                for _ in 0..len {
+                    let _ = write!(hex, "{:02x}", self.below(256));
+                }
+                hex
+            }
+            "json" => format!(
+                r#"{{"z": {}, "a": [{}, "{}"], "m": {{"y": null, "b": {}}}}}"#,
+                signed(self, 2_000_000),
+                self.below(1000) as f64 / 8.0,
+                WORDS[usize::try_from(self.below(8)).expect("small")],
+                self.below(2) == 0,
+            ),
+            _ => return None,
+        })
+    }
+
+    /// A value of `sql_type` from the main stream.
+    fn ordinary_value(&mut self, sql_type: &str, large: bool) -> String {
+        if let Some(value) = self.time_float_binary_or_json(sql_type) {
+            return value;
+        }
         let signed = |g: &mut Self, range: u64| {
             i64::try_from(g.below(range)).expect("small") - i64::try_from(range / 2).expect("small")
         };
@@ -499,6 +586,14 @@ impl TableGenerator {
                     } else {
                         format!("{sign}{whole}.{fraction}")
                     }
+                } else if let Some(n) = lossproof_lang::tables::char_length(other) {
+                    // Shorter than its length: PostgreSQL pads it.
+                    let len = self.below(u64::from(n.min(24)) + 1);
+                    (0..len)
+                        .map(|_| {
+                            char::from(ALPHABET[usize::try_from(self.below(62)).expect("small")])
+                        })
+                        .collect()
                 } else if let Some(n) = other
                     .strip_prefix("varchar(")
                     .and_then(|r| r.strip_suffix(')'))
@@ -542,6 +637,98 @@ fn key_of(table: &TableSig, row: &LiveRow) -> Vec<(String, String)> {
 }
 
 /// A key column's value made from `n`.
+/// `HH:MM:SS.ffffff` of `micros` after midnight.
+fn time_of_day(micros: u64) -> String {
+    let (s, us) = (micros / 1_000_000, micros % 1_000_000);
+    format!("{:02}:{:02}:{:02}.{us:06}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The edges of `sql_type` as SQL text: the values a type's canonical
+/// form is most likely to get wrong on one side.
+fn edges(sql_type: &str) -> Vec<String> {
+    let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+    match sql_type {
+        "smallint" => strings(&["-32768", "32767", "0"]),
+        "integer" => strings(&["-2147483648", "2147483647", "0"]),
+        "bigint" => strings(&["-9223372036854775808", "9223372036854775807", "0"]),
+        "real" | "double precision" => {
+            strings(&["NaN", "Infinity", "-Infinity", "-0", "0", "1e-30", "3.4e38"])
+        }
+        "boolean" => Vec::new(),
+        "text" => vec![
+            String::new(),
+            "👩‍👩‍👧‍👦 family, 🏳️‍🌈 flag".to_owned(),
+            "e\u{301}te\u{301} (combining), Å vs A\u{30a}".to_owned(),
+            " leading and trailing ".to_owned(),
+            "tab\tnew\nline\r".to_owned(),
+            r#"quote " backslash \ comma, equals= ∅"#.to_owned(),
+            // Long, yet under the TOAST threshold: stored inline.
+            "long ".repeat(300),
+        ],
+        "uuid" => strings(&[
+            "00000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        ]),
+        "date" => strings(&[
+            "1969-12-31",
+            "1970-01-01",
+            "2038-01-19",
+            "2038-01-20",
+            "1900-01-01",
+            "2100-12-31",
+            "2000-02-29",
+        ]),
+        "time" => strings(&["00:00:00", "23:59:59.999999", "12:00:00.000001"]),
+        "timestamp" => strings(&[
+            "1969-12-31 23:59:59.999999",
+            "1970-01-01 00:00:00",
+            "2038-01-19 03:14:07",
+            "2038-01-19 03:14:08",
+            "1900-01-01 00:00:00.000001",
+            "2100-12-31 23:59:59.999999",
+        ]),
+        "timestamptz" => strings(&[
+            "1969-12-31 23:59:59.999999+00",
+            "2038-01-19 03:14:08+00",
+            "2100-12-31 23:59:59.999999+00",
+        ]),
+        "bytea" => strings(&["\\x", "\\x00", "\\xff00ff"]),
+        "json" | "jsonb" => strings(&[
+            "{}",
+            "[]",
+            r#"{"b": 2.50, "a": [1e2, -0, "é\u00e9"], "c": {"z": null, "a": "x"}}"#,
+            r#""just a string""#,
+            "12345678901234567890",
+        ]),
+        other => {
+            if let Some((p, s)) = lossproof_lang::tables::numeric_args(other) {
+                let (p, s) = (p as usize, s as usize);
+                let max = format!(
+                    "{}{}",
+                    "9".repeat(p - s),
+                    if s == 0 {
+                        String::new()
+                    } else {
+                        format!(".{}", "9".repeat(s))
+                    }
+                );
+                let mut v = vec![max.clone(), format!("-{max}"), "0".to_owned()];
+                if s > 0 {
+                    v.push(format!("0.{}1", "0".repeat(s - 1)));
+                }
+                v
+            } else if let Some(n) = lossproof_lang::tables::char_length(other) {
+                let n = n.min(24) as usize;
+                vec![String::new(), "é".repeat(n), format!("{:<n$}", "x")]
+            } else if other.starts_with("varchar(") {
+                strings(&["", "ü"])
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
 fn key_value(sql_type: &str, n: i64) -> String {
     match sql_type {
         "integer" | "bigint" => n.to_string(),
@@ -569,6 +756,51 @@ mod tests {
 
     use super::*;
     use crate::workload::generator::{FNV_OFFSET, fnv1a};
+
+    /// Every type's values include its edges and ordinary values, the
+    /// edges from their own stream: the same seed draws the same values.
+    #[test]
+    fn every_type_draws_edges_and_ordinary_values() {
+        for sql_type in [
+            "smallint",
+            "integer",
+            "bigint",
+            "numeric(38,10)",
+            "real",
+            "double precision",
+            "text",
+            "varchar(12)",
+            "char(6)",
+            "uuid",
+            "date",
+            "time",
+            "timestamp",
+            "timestamptz",
+            "json",
+            "jsonb",
+            "bytea",
+        ] {
+            let draw = || {
+                let mut g = TableGenerator::new(schema(), 7, 0, 1, [100.0, 0.0, 0.0, 0.0]);
+                (0..600)
+                    .map(|_| g.value(sql_type, false))
+                    .collect::<Vec<_>>()
+            };
+            let values = draw();
+            assert_eq!(values, draw(), "{sql_type}: deterministic per seed");
+            let edges = edges(sql_type);
+            let at_edge = values.iter().filter(|v| edges.contains(v)).count();
+            assert!(
+                (40..200).contains(&at_edge),
+                "{sql_type}: {at_edge} edges in 600"
+            );
+        }
+        let mut g = TableGenerator::new(schema(), 7, 0, 1, [100.0, 0.0, 0.0, 0.0]);
+        assert!(
+            (0..100).all(|_| g.value("text", true).len() == LARGE_CHARS),
+            "large: never an edge"
+        );
+    }
 
     fn schema() -> Arc<Vec<TableSig>> {
         let text = include_str!("../../../scenarios/own-schema/tables.lp");
