@@ -846,7 +846,7 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
     use lossproof_runtime::reconcile::canonical::CanonicalError;
     run.source
         .batch_execute(
-            "CREATE TABLE lp_unsupported (id bigint PRIMARY KEY, doc interval); \
+            "CREATE TABLE lp_unsupported (id bigint PRIMARY KEY, doc int4range); \
              CREATE TABLE lp_keyless (id bigint, note text);",
         )
         .await
@@ -875,13 +875,13 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
             source: CanonicalError::Unsupported(sql_type),
         } => assert_eq!(
             (table.as_str(), column.as_str(), sql_type.as_str()),
-            ("lp_unsupported", "doc", "interval")
+            ("lp_unsupported", "doc", "int4range")
         ),
         other => panic!("expected the column named: {other:?}"),
     }
     assert_eq!(
         unsupported.to_string(),
-        "lp_unsupported.doc: the reconciler has no canonical form for `interval` yet"
+        "lp_unsupported.doc: the reconciler has no canonical form for `int4range` yet"
     );
     let keyless = reconcile::reconcile(
         &run.source,

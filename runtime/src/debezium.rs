@@ -105,6 +105,9 @@ pub fn config(
         "heartbeat.interval.ms": "1000",
         "heartbeat.action.query": HEARTBEAT_QUERY,
         "poll.interval.ms": "50",
+        // Intervals as ISO 8601 strings, exact: the default (`numeric`)
+        // folds months into microseconds at 30.4375 days each.
+        "interval.handling.mode": "string",
         "producer.override.batch.size": "1048576",
         "producer.override.linger.ms": "50",
         "topic.creation.default.replication.factor": "1",

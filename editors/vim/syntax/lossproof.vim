@@ -45,8 +45,8 @@ syntax keyword lpConsumerClause contained changelog
 syntax keyword lpTableWord contained primary key foreign references on not null large replica
 syntax keyword lpTableWord contained identity full default
 syntax keyword lpColumnType contained smallint integer bigint numeric real double boolean text
-syntax keyword lpColumnType contained varchar char uuid date time timestamp timestamptz json jsonb
-syntax keyword lpColumnType contained bytea precision
+syntax keyword lpColumnType contained varchar char uuid date time timestamp timestamptz interval
+syntax keyword lpColumnType contained json jsonb bytea precision
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 

@@ -17,12 +17,13 @@
 //! | bytea | `\x` and lowercase hex, PostgreSQL's output |
 //! | boolean | `true` / `false` |
 //! | real, double precision | shortest round-trip decimal (`0.1`, `1e300`), `NaN`, `inf`, `-inf`; `-0.0` → `0` |
+//! | interval | its three parts as PostgreSQL stores them, months, days and the time in seconds (exact to the microsecond): `P14M3DT14706.78S`, `P-14M3DT-14706.78S`, `P0M0DT0S`; from Debezium's ISO 8601 string (`interval.handling.mode=string`: `P1Y2M3DT4H5M6.78S`, each part signed) |
 //!
 //! The source's values are read in PostgreSQL's binary format
 //! ([`Kind::write_binary`]); a change event's as text
 //! ([`Kind::from_source_text`]); the lake's from Arrow, by the source
-//! column's kind ([`arrow_renderer_for`]). Any other type (interval, arrays,
-//! ranges, geometric types, domains over them) is an error naming the column
+//! column's kind ([`arrow_renderer_for`]). Any other type (arrays, ranges,
+//! geometric types, domains over them) is an error naming the column
 //! ([`CanonicalError::Unsupported`]), never a silent string compare.
 //!
 //! A row is `name=value` for every column, sorted by column name, joined by
@@ -71,6 +72,9 @@ pub enum Kind {
     /// `time` (without time zone).
     Time,
     Bytea,
+    /// `interval`: months, days and microseconds, kept apart as PostgreSQL
+    /// keeps them (`1 mon` is not `30 days`).
+    Interval,
 }
 
 impl Kind {
@@ -85,6 +89,7 @@ impl Kind {
             "real" | "double precision" => Self::Float,
             "date" => Self::Date,
             "bytea" => Self::Bytea,
+            _ if t.starts_with("interval") => Self::Interval,
             "timestamptz" | "timestamp" => Self::Timestamptz,
             _ if t.starts_with("timestamp") => Self::Timestamptz,
             _ if t.starts_with("time") && !t.ends_with("with time zone") => Self::Time,
@@ -156,6 +161,8 @@ impl Kind {
                 out.push_str("\\x");
                 out.push_str(&hex.to_ascii_lowercase());
             }
+            // Debezium's ISO 8601 interval string.
+            Self::Interval => interval_into(iso_interval(t).ok_or_else(bad)?, out),
             Self::Bool => out.push_str(match t {
                 "true" | "t" => "true",
                 "false" | "f" => "false",
@@ -212,7 +219,14 @@ impl Kind {
                 }
             }
             // Fixed-width text in value order; bytes as hex: byte order.
-            Self::Timestamptz | Self::Bool | Self::Date | Self::Time | Self::Bytea => a.cmp(b),
+            // Intervals as text: a key of them sorts differently on the
+            // source, and the merge then compares in memory (see above).
+            Self::Timestamptz
+            | Self::Bool
+            | Self::Date
+            | Self::Time
+            | Self::Bytea
+            | Self::Interval => a.cmp(b),
         }
     }
 
@@ -335,6 +349,23 @@ impl Kind {
             // Microseconds since midnight.
             (Self::Time, &Type::TIME) => time_into(int(b), out).ok_or_else(bad)?,
             (Self::Bytea, &Type::BYTEA) => bytes_into(b, out),
+            // Microseconds (i64), days (i32), months (i32).
+            (Self::Interval, &Type::INTERVAL) => {
+                let (micros, rest) = b.split_at_checked(8).ok_or_else(bad)?;
+                let (days, months) = rest.split_at_checked(4).ok_or_else(bad)?;
+                interval_into(
+                    Interval {
+                        months: i64::from(i32::from_be_bytes(
+                            months.try_into().map_err(|_| bad())?,
+                        )),
+                        days: i64::from(i32::from_be_bytes(days.try_into().map_err(|_| bad())?)),
+                        micros: i128::from(i64::from_be_bytes(
+                            micros.try_into().map_err(|_| bad())?,
+                        )),
+                    },
+                    out,
+                );
+            }
             (Self::Text, &Type::UUID) => {
                 let bytes: [u8; 16] = b.try_into().map_err(|_| bad())?;
                 uuid_into(&bytes, out);
@@ -395,6 +426,100 @@ fn time_or_mark(micros: i64, out: &mut String) {
     if time_into(Some(micros), out).is_none() {
         out.push_str("?time");
     }
+}
+
+/// An interval's parts as PostgreSQL keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Interval {
+    months: i64,
+    days: i64,
+    micros: i128,
+}
+
+/// `P{months}M{days}DT{seconds}S`, the seconds exact, without trailing
+/// fraction zeros.
+fn interval_into(i: Interval, out: &mut String) {
+    let sign = if i.micros < 0 { "-" } else { "" };
+    let (secs, frac) = (
+        i.micros.unsigned_abs() / 1_000_000,
+        i.micros.unsigned_abs() % 1_000_000,
+    );
+    let _ = write!(out, "P{}M{}DT{sign}{secs}", i.months, i.days);
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        let _ = write!(out, ".{}", digits.trim_end_matches('0'));
+    }
+    out.push('S');
+}
+
+/// Debezium's interval string (ISO 8601, each part signed:
+/// `P1Y2M3DT4H5M6.78S`, `P-1Y-2M3DT-4H-5M-6.78S`, `PT0S`); the seconds
+/// rounded to the microsecond (Debezium's come from a double).
+fn iso_interval(text: &str) -> Option<Interval> {
+    let rest = text.strip_prefix('P')?;
+    if rest.is_empty() || rest.ends_with('T') {
+        return None;
+    }
+    let (date, time) = rest.split_once('T').unwrap_or((rest, ""));
+    let mut parts = Interval {
+        months: 0,
+        days: 0,
+        micros: 0,
+    };
+    // Each part: an optionally signed number, then its unit letter.
+    let mut each = |section: &str, in_time: bool| -> Option<()> {
+        let mut number = String::new();
+        for c in section.chars() {
+            if c.is_ascii_digit() || c == '-' || c == '+' || c == '.' {
+                number.push(c);
+                continue;
+            }
+            let whole = || number.parse::<i64>().ok();
+            match (in_time, c) {
+                (false, 'Y') => parts.months += whole()?.checked_mul(12)?,
+                (false, 'M') => parts.months += whole()?,
+                (false, 'W') => parts.days += whole()?.checked_mul(7)?,
+                (false, 'D') => parts.days += whole()?,
+                (true, 'H') => parts.micros += i128::from(whole()?) * 3_600_000_000,
+                (true, 'M') => parts.micros += i128::from(whole()?) * 60_000_000,
+                (true, 'S') => parts.micros += seconds_micros(&number)?,
+                _ => return None,
+            }
+            number.clear();
+        }
+        number.is_empty().then_some(())
+    };
+    each(date, false)?;
+    each(time, true)?;
+    Some(parts)
+}
+
+/// `-6.780000000000000248` seconds -> -6_780_000 microseconds (half away
+/// from zero).
+fn seconds_micros(text: &str) -> Option<i128> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && frac.is_empty()
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: i128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let padded = format!("{frac:0<7}");
+    let micros: i128 = padded[..6].parse().ok()?;
+    let round_up = padded.as_bytes()[6] >= b'5';
+    let magnitude = whole.checked_mul(1_000_000)? + micros + i128::from(round_up);
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// A uuid's 16 bytes as PostgreSQL writes it (lowercase hex, dashes), quoted
@@ -789,6 +914,13 @@ pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, 
             each(array, move |i, out| uuid_into(get(i), out))
         }
         (Kind::Bytea, _, Some(get), _) => each(array, move |i, out| bytes_into(get(i), out)),
+        // A sink that keeps Debezium's interval string.
+        (Kind::Interval, Some(get), _, _) => {
+            each(array, move |i, out| match iso_interval(get(i)) {
+                Some(interval) => interval_into(interval, out),
+                None => out.push_str("?interval"),
+            })
+        }
         (_, _, _, DataType::Date32) => {
             let values = array.as_primitive::<arrow_array::types::Date32Type>();
             each(array, move |i, out| {
@@ -1094,6 +1226,49 @@ mod tests {
             render(Arc::new(uuid), Kind::Text),
             ["\"12121212-1212-1212-1212-121212121212\""]
         );
+    }
+
+    #[test]
+    fn intervals_keep_months_days_and_microseconds_apart() {
+        use tokio_postgres::types::Type;
+        let text = |t: &str| Kind::Interval.from_source_text(Some(t)).unwrap();
+        assert_eq!(text("P1Y2M3DT4H5M6.78S"), "P14M3DT14706.78S");
+        assert_eq!(text("P-1Y-2M3DT-4H-5M-6.78S"), "P-14M3DT-14706.78S");
+        assert_eq!(text("PT0S"), "P0M0DT0S");
+        assert_eq!(text("PT100H"), "P0M0DT360000S");
+        assert_eq!(text("PT0.000001S"), "P0M0DT0.000001S");
+        // Debezium's seconds come from a double: rounded to the microsecond.
+        assert_eq!(text("PT6.780000000000000248S"), "P0M0DT6.78S");
+        assert_eq!(text("PT-0.0000005S"), "P0M0DT-0.000001S");
+        assert_eq!(text("P2W"), "P0M14DT0S");
+        for bad in ["", "P", "1Y", "P1X", "PT1Y", "P1.5D", "P1", "PTS"] {
+            assert!(Kind::Interval.from_source_text(Some(bad)).is_err(), "{bad}");
+        }
+        // PostgreSQL's binary interval: microseconds, days, months.
+        let mut b = (-14_706_780_000i64).to_be_bytes().to_vec();
+        b.extend(3i32.to_be_bytes());
+        b.extend((-14i32).to_be_bytes());
+        assert_eq!(
+            read(Kind::Interval, &Type::INTERVAL, &b).unwrap(),
+            "P-14M3DT-14706.78S"
+        );
+        assert!(read(Kind::Interval, &Type::INTERVAL, &b[..15]).is_err());
+        let lake = Arc::new(arrow_array::StringArray::from(vec![
+            "P1Y2M3DT4H5M6.78S",
+            "junk",
+        ]));
+        let array: ArrayRef = lake;
+        let render = arrow_renderer_for(&array, Kind::Interval).unwrap();
+        let rendered: Vec<String> = (0..2)
+            .map(|i| {
+                let mut out = String::new();
+                render(i, &mut out);
+                out
+            })
+            .collect();
+        assert_eq!(rendered, ["P14M3DT14706.78S", "?interval"]);
+        assert_eq!(Kind::of_sql("interval"), Ok(Kind::Interval));
+        assert_eq!(Kind::of_sql("interval day to second"), Ok(Kind::Interval));
     }
 
     /// `kind`'s canonical form of binary value `b` of type `ty`.

@@ -180,7 +180,9 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
         "integer" | "int" | "int4" | "smallint" => PrimitiveType::Int,
         // uuid, json and jsonb as Debezium sends them: their PostgreSQL
         // text; char(n) with PostgreSQL's padding.
-        "text" | "varchar" | "uuid" | "json" | "jsonb" => PrimitiveType::String,
+        // An interval as Debezium's ISO 8601 string (its months, days and
+        // time apart, exact).
+        "text" | "varchar" | "uuid" | "json" | "jsonb" | "interval" => PrimitiveType::String,
         _ if t.starts_with("varchar(")
             || t.starts_with("character varying")
             || t.starts_with("char(")

@@ -480,7 +480,7 @@ impl TableGenerator {
         choices.swap_remove(pick)
     }
 
-    /// A value of `real`, `date`, `time`, `timestamp`, `bytea` or `json`
+    /// A value of `real`, `date`, `time`, `timestamp`, `interval`, `bytea` or `json`
     /// from the main stream; `None` for any other type.
     fn time_float_binary_or_json(&mut self, sql_type: &str) -> Option<String> {
         let signed = |g: &mut Self, range: u64| {
@@ -499,6 +499,13 @@ impl TableGenerator {
                 day.format("%Y-%m-%d").to_string()
             }
             "time" => time_of_day(self.below(86_400_000_000)),
+            // Months, days and a time, each signed, kept apart by PostgreSQL.
+            "interval" => format!(
+                "{} mons {} days {} microseconds",
+                signed(self, 2_400),
+                signed(self, 60),
+                signed(self, 172_800_000_000)
+            ),
             "timestamp" => {
                 // 1900-01-01 .. 2100-12-31, to the microsecond.
                 let micros = i64::try_from(self.below(6_342_969_600_000_000)).expect("small")
@@ -693,6 +700,15 @@ fn edges(sql_type: &str) -> Vec<String> {
             "2100-12-31 23:59:59.999999+00",
         ]),
         "bytea" => strings(&["\\x", "\\x00", "\\xff00ff"]),
+        "interval" => strings(&[
+            "0",
+            "1 year 2 mons 3 days 04:05:06.78",
+            "-1 years -2 mons +3 days -04:05:06.78",
+            "100 hours",
+            "00:00:00.000001",
+            "-1 day +00:00:00.000001",
+            "1000 years",
+        ]),
         "json" | "jsonb" => strings(&[
             "{}",
             "[]",
@@ -776,6 +792,7 @@ mod tests {
             "time",
             "timestamp",
             "timestamptz",
+            "interval",
             "json",
             "jsonb",
             "bytea",

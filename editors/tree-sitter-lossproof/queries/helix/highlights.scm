@@ -186,8 +186,8 @@
   (identifier) @type.builtin
   (#any-of? @type.builtin
     "smallint" "integer" "bigint" "numeric" "real" "double" "boolean" "text"
-    "varchar" "char" "uuid" "date" "time" "timestamp" "timestamptz" "json"
-    "jsonb" "bytea" "precision"))
+    "varchar" "char" "uuid" "date" "time" "timestamp" "timestamptz" "interval"
+    "json" "jsonb" "bytea" "precision"))
 
 ; units
 ((unit) @constant.numeric.unit
