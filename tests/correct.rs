@@ -841,7 +841,7 @@ async fn reconciles_a_live_source(state: &Path, ports: Ports) {
     use lossproof_runtime::reconcile::live::Snapshot;
     let run = Run::start(state, ports, "live").await;
     let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
-    let workload = load(&run, 35, 45);
+    let workload = load(&run, 35, 25);
     tokio::time::sleep(Duration::from_secs(5)).await;
     let correct = ["correct".to_owned()];
     let positions = lossproof_stdlib::consumer::positions(&correct, &[], &run.names, orders());

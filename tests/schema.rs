@@ -52,17 +52,17 @@ fn a_declared_schema_runs_and_unchanged_toast_values_are_caught() {
 /// after 2038, emoji and combining characters, empty strings and NULLs,
 /// empty bytea, JSON with unsorted keys), written by the seeded generator,
 /// captured by Debezium, written by both reference consumers: with no
-/// faults every lake reconciles clean on three seeds, so each type's
+/// faults every lake reconciles clean on two seeds, so each type's
 /// canonical form is the same on both sides as Debezium delivers it.
 #[test]
 fn every_type_reconciles_clean_through_the_real_pipeline() {
     let _serial = crate::support::heavy_test();
     let (state, _guard) = up_own_stack("types");
-    let (code, text, record) = crate::own::run_own(&state, "tests/inputs/schema/types.lp", "1..3");
+    let (code, text, record) = crate::own::run_own(&state, "tests/inputs/schema/types.lp", "1..2");
     let seeds = record["results"]
         .as_array()
         .unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(seeds.len(), 3, "{text}");
+    assert_eq!(seeds.len(), 2, "{text}");
     for seed in seeds {
         assert_eq!(seed["verdict"], "PASS", "{seed}\n{text}");
         for consumer in ["careless", "correct"] {
@@ -74,7 +74,7 @@ fn every_type_reconciles_clean_through_the_real_pipeline() {
                 .find(|s| s["table"] == "every_type" && s["consumer"] == consumer)
                 .unwrap_or_else(|| panic!("no summary for {consumer}: {seed}"));
             assert!(
-                row["compared"].as_u64().unwrap() > 100,
+                row["compared"].as_u64().unwrap() > 50,
                 "{consumer} compared: {row}"
             );
         }

@@ -13,12 +13,12 @@ pub mod correct;
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int32Builder,
-    Int64Builder, LargeBinaryBuilder, StringBuilder, Time64MicrosecondBuilder,
-    TimestampMicrosecondBuilder,
+use arrow_array::builder::{BooleanBuilder, LargeBinaryBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::types::{
+    Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type,
+    Time64MicrosecondType, TimestampMicrosecondType,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_lang::plan::{DeclaredConsumer, LakeShape, OffsetsAt, Reads};
@@ -289,7 +289,6 @@ pub async fn ensure_tables(
 /// `rows` as one Arrow batch of `schema` (field ids in the metadata, as the
 /// Iceberg writers need). A column missing from a row is NULL; a value that
 /// does not fit its column is an error naming both.
-#[allow(clippy::too_many_lines)] // one arm per Iceberg type
 pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
     let arrow_schema = Arc::new(
         iceberg::arrow::schema_to_arrow_schema(schema)
@@ -298,7 +297,10 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = Vec::new();
     for field in schema.as_struct().fields() {
         let name = field.name.as_str();
-        let cells = rows.iter().map(|r| r.get(name).unwrap_or(&Cell::Null));
+        let cells: Vec<&Cell> = rows
+            .iter()
+            .map(|r| r.get(name).unwrap_or(&Cell::Null))
+            .collect();
         let bad = |cell: &Cell| {
             Error::Value(format!(
                 "column {name} ({}) cannot hold {cell:?}",
@@ -310,169 +312,128 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
                 "column {name}: nested types are not supported"
             )));
         };
-        let array: ArrayRef = match kind {
-            PrimitiveType::Long => {
-                let mut b = Int64Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Int(i) => b.append_value(*i),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Int => {
-                let mut b = Int32Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Int(i) => b.append_value(i32::try_from(*i).map_err(|_| bad(cell))?),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Boolean => {
-                let mut b = BooleanBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Bool(v) => b.append_value(*v),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::String => {
-                let mut b = StringBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Text(t) => b.append_value(t),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Double => {
-                let mut b = Float64Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Float(v) => b.append_value(*v),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Decimal { precision, scale } => {
-                let mut b = Decimal128Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Decimal(t) | Cell::Text(t) => {
-                            b.append_value(
-                                unscaled(t, *precision, *scale).ok_or_else(|| bad(cell))?,
-                            );
-                        }
-                        other => return Err(bad(other)),
-                    }
-                }
-                let unsupported =
-                    || Error::Unsupported(format!("column {name}: decimal({precision},{scale})"));
-                let p = u8::try_from(*precision).map_err(|_| unsupported())?;
-                let s = i8::try_from(*scale).map_err(|_| unsupported())?;
-                Arc::new(
-                    b.finish()
-                        .with_precision_and_scale(p, s)
-                        .map_err(Error::arrow(format!("column {name}")))?,
-                )
-            }
-            PrimitiveType::Timestamptz => {
-                let mut b = TimestampMicrosecondBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Text(t) => b.append_value(
-                            chrono::DateTime::parse_from_rfc3339(t)
-                                .map_err(|_| bad(cell))?
-                                .timestamp_micros(),
-                        ),
-                        Cell::Int(micros) => b.append_value(*micros),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish().with_timezone("+00:00"))
-            }
-            PrimitiveType::Float => {
-                let mut b = Float32Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        // A real's value, widened on the way: exact back.
-                        #[expect(clippy::cast_possible_truncation, reason = "a real's value")]
-                        Cell::Float(v) => b.append_value(*v as f32),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Date => {
-                let mut b = Date32Builder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Int(days) => {
-                            b.append_value(i32::try_from(*days).map_err(|_| bad(cell))?);
-                        }
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Time => {
-                let mut b = Time64MicrosecondBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Int(micros) => b.append_value(*micros),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Timestamp => {
-                let mut b = TimestampMicrosecondBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Int(micros) => b.append_value(*micros),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            PrimitiveType::Binary => {
-                let mut b = LargeBinaryBuilder::new();
-                for cell in cells {
-                    match cell {
-                        Cell::Null => b.append_null(),
-                        Cell::Bytes(v) => b.append_value(v),
-                        other => return Err(bad(other)),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            other => {
-                return Err(Error::Unsupported(format!(
-                    "column {name}: type {other} is not supported"
-                )));
-            }
-        };
-        columns.push(array);
+        columns.push(column(name, kind, &cells, &bad)?);
     }
     RecordBatch::try_new(arrow_schema, columns).map_err(Error::arrow("the batch"))
+}
+
+/// One Arrow column of Iceberg type `kind` holding `cells` (`bad` names a
+/// cell the type cannot hold). Debezium's encodings: integers for `Int`
+/// and `Long`, days for `Date`, microseconds for `Time` and `Timestamp`, an
+/// RFC 3339 string or microseconds for `Timestamptz`.
+fn column(
+    name: &str,
+    kind: &PrimitiveType,
+    cells: &[&Cell],
+    bad: &dyn Fn(&Cell) -> Error,
+) -> Result<ArrayRef> {
+    let int = |cell: &Cell| match cell {
+        Cell::Int(i) => Some(*i),
+        _ => None,
+    };
+    let int32 = |cell: &Cell| int(cell).and_then(|i| i32::try_from(i).ok());
+    Ok(match kind {
+        PrimitiveType::Long => Arc::new(primitive::<Int64Type>(cells, bad, int)?),
+        PrimitiveType::Int => Arc::new(primitive::<Int32Type>(cells, bad, int32)?),
+        PrimitiveType::Date => Arc::new(primitive::<Date32Type>(cells, bad, int32)?),
+        PrimitiveType::Time => Arc::new(primitive::<Time64MicrosecondType>(cells, bad, int)?),
+        PrimitiveType::Timestamp => {
+            Arc::new(primitive::<TimestampMicrosecondType>(cells, bad, int)?)
+        }
+        PrimitiveType::Timestamptz => Arc::new(
+            primitive::<TimestampMicrosecondType>(cells, bad, |cell| match cell {
+                Cell::Text(t) => chrono::DateTime::parse_from_rfc3339(t)
+                    .ok()
+                    .map(|t| t.timestamp_micros()),
+                Cell::Int(micros) => Some(*micros),
+                _ => None,
+            })?
+            .with_timezone("+00:00"),
+        ),
+        PrimitiveType::Double => {
+            Arc::new(primitive::<Float64Type>(cells, bad, |cell| match cell {
+                Cell::Float(v) => Some(*v),
+                _ => None,
+            })?)
+        }
+        // A real's value, widened on the way: exact back.
+        #[expect(clippy::cast_possible_truncation, reason = "a real's value")]
+        PrimitiveType::Float => {
+            Arc::new(primitive::<Float32Type>(cells, bad, |cell| match cell {
+                Cell::Float(v) => Some(*v as f32),
+                _ => None,
+            })?)
+        }
+        PrimitiveType::Decimal { precision, scale } => {
+            let unsupported =
+                || Error::Unsupported(format!("column {name}: decimal({precision},{scale})"));
+            let p = u8::try_from(*precision).map_err(|_| unsupported())?;
+            let s = i8::try_from(*scale).map_err(|_| unsupported())?;
+            Arc::new(
+                primitive::<Decimal128Type>(cells, bad, |cell| match cell {
+                    Cell::Decimal(t) | Cell::Text(t) => unscaled(t, *precision, *scale),
+                    _ => None,
+                })?
+                .with_precision_and_scale(p, s)
+                .map_err(Error::arrow(format!("column {name}")))?,
+            )
+        }
+        PrimitiveType::Boolean => {
+            let mut b = BooleanBuilder::new();
+            for cell in cells {
+                match cell {
+                    Cell::Null => b.append_null(),
+                    Cell::Bool(v) => b.append_value(*v),
+                    other => return Err(bad(other)),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        PrimitiveType::String => {
+            let mut b = StringBuilder::new();
+            for cell in cells {
+                match cell {
+                    Cell::Null => b.append_null(),
+                    Cell::Text(t) => b.append_value(t),
+                    other => return Err(bad(other)),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        PrimitiveType::Binary => {
+            let mut b = LargeBinaryBuilder::new();
+            for cell in cells {
+                match cell {
+                    Cell::Null => b.append_null(),
+                    Cell::Bytes(v) => b.append_value(v),
+                    other => return Err(bad(other)),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        other => {
+            return Err(Error::Unsupported(format!(
+                "column {name}: type {other} is not supported"
+            )));
+        }
+    })
+}
+
+/// A primitive Arrow column: NULL for [`Cell::Null`], `value(cell)` for
+/// the others (`None`: the column cannot hold it, an error).
+fn primitive<T: ArrowPrimitiveType>(
+    cells: &[&Cell],
+    bad: &dyn Fn(&Cell) -> Error,
+    value: impl Fn(&Cell) -> Option<T::Native>,
+) -> Result<PrimitiveArray<T>> {
+    let mut b = PrimitiveBuilder::<T>::with_capacity(cells.len());
+    for cell in cells {
+        match cell {
+            Cell::Null => b.append_null(),
+            other => b.append_value(value(other).ok_or_else(|| bad(other))?),
+        }
+    }
+    Ok(b.finish())
 }
 
 /// `12.30` at `scale` 2 -> 1230; `None` if it has more fraction digits than
