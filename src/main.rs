@@ -8,6 +8,8 @@ mod bench_cli;
 mod check;
 mod compact_cli;
 mod consumer_cli;
+#[cfg(feature = "distributed")]
+mod distributed;
 mod explain;
 mod fmt;
 mod lsp;
@@ -208,6 +210,12 @@ enum Command {
         /// (repeatable; not a key column).
         #[arg(long = "ignore-column", requires = "source")]
         ignore: Vec<String>,
+        /// With --source: split the comparison into key ranges and run one
+        /// on each of these `lossproof worker`s (`http://HOST:PORT,…`;
+        /// DataFusion Distributed plans and ships them; the diff is the
+        /// same). Needs a lossproof built with `--features distributed`.
+        #[arg(long, requires = "source", value_delimiter = ',')]
+        workers: Vec<String>,
         #[command(flatten)]
         stack: StackArgs,
         /// Consumers whose lakes to score.
@@ -227,6 +235,16 @@ enum Command {
         /// transaction in the lake (the correct consumer).
         #[arg(long, requires = "run")]
         live: bool,
+    },
+    /// Serve as a worker of distributed comparisons (`reconcile --source …
+    /// --workers URL,…`) until Ctrl-C or SIGTERM; prints `listening on
+    /// http://ADDR` once it accepts. A worker runs what a coordinator
+    /// sends it (connecting to the source and the lake it names): listen
+    /// only on a network you trust. Needs `--features distributed`.
+    Worker {
+        /// The address to listen on (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
     },
     /// Benchmarks that print figures (never pass or fail on speed).
     Bench {
@@ -517,6 +535,16 @@ enum ConsumerKind {
 /// crates' errors are typed; the CLI only prints them.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+#[cfg(feature = "distributed")]
+fn worker(listen: std::net::SocketAddr) -> CliResult<bool> {
+    distributed::serve(listen)
+}
+
+#[cfg(not(feature = "distributed"))]
+fn worker(_: std::net::SocketAddr) -> CliResult<bool> {
+    Err("worker: this lossproof was built without the `distributed` feature (cargo build --features distributed)".into())
+}
+
 /// `lossproof exec -- PROGRAM ARGS…`: the parent-death signal survives
 /// `execve`, so the program dies with the run like lossproof's own
 /// consumers. Returns only if the program could not be started.
@@ -647,16 +675,20 @@ fn main() -> ExitCode {
             filter,
             ignore,
             out,
+            workers,
             ..
         } => reconcile_cli::standalone(&reconcile_cli::Standalone {
-            source: &source,
-            table: &table,
-            lake: &lake,
-            lake_table: &lake_table,
-            warehouse: warehouse.as_deref(),
-            filter: filter.as_deref(),
-            ignore: &ignore,
+            job: reconcile_cli::Job {
+                source,
+                table,
+                lake,
+                lake_table,
+                warehouse,
+                filter,
+                ignore,
+            },
             out: out.as_deref(),
+            workers: &workers,
         }),
         Command::Reconcile {
             run: Some(run),
@@ -675,6 +707,7 @@ fn main() -> ExitCode {
             wait: std::time::Duration::from_secs(wait_s),
             live,
         }),
+        Command::Worker { listen } => worker(listen),
         Command::Bench {
             what:
                 BenchKind::Reconcile {

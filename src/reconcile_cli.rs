@@ -11,6 +11,7 @@ use lossproof_runtime::ConnectClient;
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::profile::{GlueLocation, LakeLocation};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
+
 use lossproof_stdlib::consumer;
 
 pub struct Args<'a> {
@@ -129,26 +130,35 @@ fn finish(scored: &Reconciliation, out: Option<&Path>) -> CliResult<bool> {
     Ok(scored.clean())
 }
 
-/// A source table and a lake table of a team's own.
-pub struct Standalone<'a> {
+/// A source table and a lake table of a team's own: what one comparison
+/// needs, owned (a distributed comparison sends it to its workers).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Job {
     /// `postgres://USER:PASSWORD@HOST:PORT/DB`: never printed.
-    pub source: &'a str,
-    pub table: &'a str,
+    pub source: String,
+    pub table: String,
     /// The Iceberg catalog: `sqlite:///PATH/catalog.db` (a SQL catalog),
     /// `glue://REGION[?endpoint=URL]` (AWS Glue; with an endpoint, an
     /// emulator such as moto) or `http(s)://…` (a REST catalog).
-    pub lake: &'a str,
+    pub lake: String,
     /// `namespace.name`
-    pub lake_table: &'a str,
+    pub lake_table: String,
     /// The warehouse: a folder for a SQL catalog [default: the catalog
     /// file's folder], `s3://BUCKET/PREFIX` for Glue (required).
-    pub warehouse: Option<&'a str>,
+    pub warehouse: Option<String>,
     /// Compare only the rows this predicate selects, on both sides (SQL
     /// that PostgreSQL and DataFusion both read: `id BETWEEN 1 AND 1000`).
-    pub filter: Option<&'a str>,
+    pub filter: Option<String>,
     /// Source columns left out of the comparison.
-    pub ignore: &'a [String],
+    pub ignore: Vec<String>,
+}
+
+/// `lossproof reconcile --source …`: a [`Job`], where the diff goes, and
+/// the workers to spread it over (none: here).
+pub struct Standalone<'a> {
+    pub job: Job,
     pub out: Option<&'a Path>,
+    pub workers: &'a [String],
 }
 
 /// The consumer name a standalone comparison's counts carry.
@@ -258,24 +268,83 @@ fn lake_location(lake: &str, warehouse: Option<&str>) -> CliResult<LakeLocation>
 /// it does not, an error (exit 2) when either cannot be read. Without the
 /// source's history table every differing row is `wrong` (docs/run.md).
 pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
-    let location = lake_arg(args.lake, args.warehouse)?;
-    let (namespace, name) = args
-        .lake_table
-        .rsplit_once('.')
-        .ok_or("--lake-table is namespace.name")?;
+    // Bad arguments fail here, before anything connects.
+    lake_arg(&args.job.lake, args.job.warehouse.as_deref())?;
+    args.job.lake_namespace()?;
     let runtime = crate::stack_cli::runtime()?;
-    runtime.block_on(async {
-        // The URL holds the password: errors name the source, never the URL.
-        let (source, connection) = tokio_postgres::connect(args.source, tokio_postgres::NoTls)
+    let scored = runtime.block_on(async {
+        if args.workers.is_empty() {
+            compare(&args.job, None).await
+        } else {
+            distributed(&args.job, args.workers).await
+        }
+    })?;
+    finish(&scored, args.out)
+}
+
+#[cfg(feature = "distributed")]
+async fn distributed(job: &Job, workers: &[String]) -> CliResult<Reconciliation> {
+    crate::distributed::reconcile(job, workers).await
+}
+
+#[cfg(not(feature = "distributed"))]
+async fn distributed(_: &Job, _: &[String]) -> CliResult<Reconciliation> {
+    Err("--workers: this lossproof was built without the `distributed` feature (cargo build --features distributed)".into())
+}
+
+impl Job {
+    /// The lake table's (namespace, name).
+    fn lake_namespace(&self) -> CliResult<(&str, &str)> {
+        Ok(self
+            .lake_table
+            .rsplit_once('.')
+            .ok_or("--lake-table is namespace.name")?)
+    }
+
+    /// The source's connection; its driver runs until the returned task is
+    /// aborted. Errors name the source, never the URL (it holds the password).
+    pub async fn connect(
+        &self,
+    ) -> CliResult<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
+        let (source, connection) = tokio_postgres::connect(&self.source, tokio_postgres::NoTls)
             .await
             .map_err(|e| format!("cannot connect to the source: {e}"))?;
-        let connection = tokio::spawn(connection);
+        let driver = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok((source, driver))
+    }
+
+    /// The source table as described, narrowed by `--where` and
+    /// `--ignore-column`.
+    pub async fn describe(
+        &self,
+        source: &tokio_postgres::Client,
+    ) -> CliResult<reconcile::SourceTable> {
+        let mut spec = reconcile::source::describe(source, &self.table).await?;
+        spec.filter.clone_from(&self.filter);
+        for column in &self.ignore {
+            spec.ignore(column)?;
+        }
+        Ok(spec)
+    }
+}
+
+/// Compare the job's tables, or only the keys in `bucket`.
+pub async fn compare(
+    job: &Job,
+    bucket: Option<reconcile::source::KeyRange>,
+) -> CliResult<Reconciliation> {
+    let location = lake_arg(&job.lake, job.warehouse.as_deref())?;
+    let (namespace, name) = job.lake_namespace()?;
+    let (source, driver) = job.connect().await?;
+    let scored = async {
         let lake = location.open().await?;
         let consumer = reconcile::ConsumerLake {
             consumer: STANDALONE.into(),
             namespace: namespace.into(),
             views: std::collections::HashMap::from([(
-                args.table.to_owned(),
+                job.table.clone(),
                 format!(
                     "SELECT * FROM {}.{}",
                     reconcile::source::quote_ident(namespace),
@@ -285,12 +354,9 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
             changelog: false,
             applied: None,
         };
-        let scored = async {
-            let mut spec = reconcile::source::describe(&source, args.table).await?;
-            spec.filter = args.filter.map(str::to_owned);
-            for column in args.ignore {
-                spec.ignore(column)?;
-            }
+        let mut spec = job.describe(&source).await?;
+        spec.bucket = bucket;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
             reconcile::reconcile_tables(
                 &source,
                 &lake,
@@ -298,12 +364,12 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
                 &[consumer],
                 reconcile::RowTables::Skip,
             )
-            .await
-        }
-        .await;
-        connection.abort();
-        finish(&scored?, args.out)
-    })
+            .await?,
+        )
+    }
+    .await;
+    driver.abort();
+    scored
 }
 
 fn print_summary(scored: &Reconciliation) {

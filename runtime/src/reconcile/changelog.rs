@@ -203,6 +203,7 @@ mod tests {
                 ("updated_at".into(), Kind::Timestamptz),
             ],
             filter: None,
+            bucket: None,
         }
     }
 

@@ -226,6 +226,7 @@ mod tests {
             key: vec!["a".into(), "b".into()],
             columns: Vec::new(),
             filter: None,
+            bucket: None,
         };
         assert_eq!(key_of(&spec, "1\u{1f}\"x\""), "a=1, b=\"x\"");
     }

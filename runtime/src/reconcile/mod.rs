@@ -201,10 +201,10 @@ async fn compare_tables(
                     source::quote_ident(table)
                 )
             });
-            if spec.filter.is_some() && !consumer.changelog {
+            if spec.narrowed() && !consumer.changelog {
                 sql = format!(
                     "SELECT * FROM ({sql}) AS lp_filtered{}",
-                    spec.where_clause()
+                    spec.where_clause(source::Dialect::DataFusion, "lp_filtered")?
                 );
             }
             let streamed = if consumer.changelog {

@@ -30,15 +30,100 @@ pub struct SourceTable {
     /// A predicate both sides are read under (`id BETWEEN 1 AND 1000`):
     /// SQL both PostgreSQL and DataFusion understand. `None`: every row.
     pub filter: Option<String>,
+    /// One bucket of the key space (a distributed comparison's share):
+    /// both sides read only these keys. `None`: every key.
+    pub bucket: Option<KeyRange>,
+}
+
+/// Whose SQL a predicate is written in: the source's or the lake's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    DataFusion,
+}
+
+/// The keys whose first column is in `[from, to)`, compared as the merge
+/// orders them ([`Kind::order_expr`]: integers by value, text by bytes).
+/// `None` bounds are open; `nulls` also takes a NULL key (a lake row
+/// without one), so that buckets cover every row exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyRange {
+    pub column: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub nulls: bool,
+}
+
+impl KeyRange {
+    /// The first key column of `table`, if its kind can be split into
+    /// ranges both sides compare alike (integers, text); an error names it
+    /// otherwise.
+    pub fn column_of(table: &SourceTable) -> Result<(String, Kind), Error> {
+        let (_, name, kind) = table.key_columns()?[0];
+        match kind {
+            Kind::Int | Kind::Text => Ok((name.to_owned(), kind)),
+            other => Err(Error::Judge(format!(
+                "{}.{name} is the first primary-key column and its type ({other:?}) cannot be split into key ranges: buckets need an integer or text column",
+                table.name
+            ))),
+        }
+    }
+
+    /// The predicate, in `dialect`'s SQL, on a table aliased `alias`.
+    #[must_use]
+    pub fn predicate(&self, kind: Kind, dialect: Dialect, alias: &str) -> String {
+        let column = format!("{alias}.{}", quote_ident(&self.column));
+        let expr = match dialect {
+            Dialect::Postgres => kind.order_expr(&column),
+            Dialect::DataFusion => column.clone(),
+        };
+        let literal = |v: &str| match kind {
+            Kind::Int => v.to_owned(),
+            _ => format!("'{}'", v.replace('\'', "''")),
+        };
+        let mut terms = Vec::new();
+        if let Some(from) = &self.from {
+            terms.push(format!("{expr} >= {}", literal(from)));
+        }
+        if let Some(to) = &self.to {
+            terms.push(format!("{expr} < {}", literal(to)));
+        }
+        let range = if terms.is_empty() {
+            "TRUE".to_owned()
+        } else {
+            terms.join(" AND ")
+        };
+        if self.nulls {
+            format!("({range} OR {column} IS NULL)")
+        } else {
+            format!("({range})")
+        }
+    }
 }
 
 impl SourceTable {
-    /// `WHERE (filter)`, or nothing.
+    /// Whether only some rows are compared (a filter or a bucket).
     #[must_use]
-    pub fn where_clause(&self) -> String {
-        self.filter
-            .as_ref()
-            .map_or_else(String::new, |f| format!(" WHERE ({f})"))
+    pub fn narrowed(&self) -> bool {
+        self.filter.is_some() || self.bucket.is_some()
+    }
+
+    /// `WHERE (filter) AND (bucket)` in `dialect`'s SQL on a table aliased
+    /// `alias`, or nothing.
+    pub fn where_clause(&self, dialect: Dialect, alias: &str) -> Result<String, Error> {
+        let mut terms = Vec::new();
+        if let Some(filter) = &self.filter {
+            terms.push(format!("({filter})"));
+        }
+        if let Some(bucket) = &self.bucket {
+            let (_, kind) = KeyRange::column_of(self)?;
+            terms.push(bucket.predicate(kind, dialect, alias));
+        }
+        Ok(if terms.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", terms.join(" AND "))
+        })
     }
 
     /// Compare without `column` (a column the lake does not carry, or
@@ -155,7 +240,85 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
         key,
         columns,
         filter: None,
+        bucket: None,
     })
+}
+
+/// `buckets` key ranges that split `table`'s rows (under its filter) into
+/// shares of about equal size, in key order: the first key column's
+/// quantiles, from a sample of about 200,000 rows when the table is larger.
+/// Fewer ranges come back when the column has fewer distinct values.
+pub async fn key_ranges(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+    buckets: usize,
+) -> Result<Vec<KeyRange>, Error> {
+    let (column, kind) = KeyRange::column_of(table)?;
+    let mut bounds: Vec<String> = Vec::new();
+    if buckets > 1 {
+        let estimated: f32 = client
+            .query_one(
+                "SELECT reltuples FROM pg_class WHERE oid = $1::text::regclass",
+                &[&table.name],
+            )
+            .await
+            .map_err(Error::source_query(format!("size of {}", table.name)))?
+            .get(0);
+        let sample = if estimated > 1_000_000.0 {
+            format!(
+                " TABLESAMPLE BERNOULLI ({})",
+                (100.0 * 200_000.0 / f64::from(estimated)).clamp(0.001, 100.0)
+            )
+        } else {
+            String::new()
+        };
+        let fractions: Vec<String> = (1..buckets)
+            .map(|i| format!("{}", i as f64 / buckets as f64))
+            .collect();
+        let sql = format!(
+            "SELECT (percentile_disc(ARRAY[{}]::float8[]) WITHIN GROUP (ORDER BY {}))::text[] \
+             FROM {} AS lp_t{sample}{}",
+            fractions.join(", "),
+            kind.order_expr(&format!("lp_t.{}", quote_ident(&column))),
+            table.name,
+            SourceTable {
+                bucket: None,
+                ..table.clone()
+            }
+            .where_clause(Dialect::Postgres, "lp_t")?,
+        );
+        let found: Option<Vec<Option<String>>> = client
+            .query_one(&sql, &[])
+            .await
+            .map_err(Error::source_query(format!(
+                "key quantiles of {}",
+                table.name
+            )))?
+            .get(0);
+        for bound in found.unwrap_or_default().into_iter().flatten() {
+            if bounds.last() != Some(&bound) {
+                bounds.push(bound);
+            }
+        }
+    }
+    // n bounds, n + 1 ranges: (.., b0), [b0, b1), …, [bn-1, ..) and NULLs.
+    let mut ranges = Vec::with_capacity(bounds.len() + 1);
+    let mut from = None;
+    for bound in bounds {
+        ranges.push(KeyRange {
+            column: column.clone(),
+            from: from.replace(bound.clone()),
+            to: Some(bound),
+            nulls: false,
+        });
+    }
+    ranges.push(KeyRange {
+        column,
+        from,
+        to: None,
+        nulls: true,
+    });
+    Ok(ranges)
 }
 
 /// Every row of `table`: canonical key → canonical row.
@@ -167,7 +330,11 @@ pub async fn rows(
     read(
         client,
         table,
-        &format!("FROM {} AS lp_t{}", table.name, table.where_clause()),
+        &format!(
+            "FROM {} AS lp_t{}",
+            table.name,
+            table.where_clause(Dialect::Postgres, "lp_t")?
+        ),
         |key, row| {
             out.push((key, row));
         },
@@ -254,7 +421,7 @@ pub async fn send_ordered(
         let from = format!(
             "FROM {} AS lp_t{} ORDER BY {}",
             table.name,
-            table.where_clause(),
+            table.where_clause(Dialect::Postgres, "lp_t")?,
             order.join(", ")
         );
         let mut reader = Reader::new(client, table, &from).await?;
@@ -372,5 +539,76 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Raw<'a> {
 
     fn accepts(_: &tokio_postgres::types::Type) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Dialect, KeyRange, SourceTable};
+    use crate::reconcile::canonical::Kind;
+
+    fn table(key_kind: Kind) -> SourceTable {
+        SourceTable {
+            name: "t".into(),
+            key: vec!["k".into(), "line".into()],
+            columns: vec![
+                ("k".into(), key_kind),
+                ("line".into(), Kind::Int),
+                ("v".into(), Kind::Decimal),
+            ],
+            filter: Some("v > 0".into()),
+            bucket: None,
+        }
+    }
+
+    #[test]
+    fn a_key_range_reads_alike_on_both_sides() {
+        let range = KeyRange {
+            column: "k".into(),
+            from: Some("10".into()),
+            to: Some("20".into()),
+            nulls: false,
+        };
+        let mut t = table(Kind::Int);
+        t.bucket = Some(range.clone());
+        assert_eq!(
+            t.where_clause(Dialect::Postgres, "lp_t").unwrap(),
+            r#" WHERE (v > 0) AND (lp_t."k" >= 10 AND lp_t."k" < 20)"#
+        );
+        assert_eq!(
+            t.where_clause(Dialect::DataFusion, "lp_f").unwrap(),
+            r#" WHERE (v > 0) AND (lp_f."k" >= 10 AND lp_f."k" < 20)"#
+        );
+        // Text by bytes on the source (COLLATE "C", as the merge orders
+        // it), plain on the lake (Arrow compares bytes); quotes escaped.
+        let mut t = table(Kind::Text);
+        t.filter = None;
+        t.bucket = Some(KeyRange {
+            from: Some("o'k".into()),
+            to: None,
+            nulls: true,
+            ..range
+        });
+        assert_eq!(
+            t.where_clause(Dialect::Postgres, "lp_t").unwrap(),
+            r#" WHERE (lp_t."k"::text COLLATE "C" >= 'o''k' OR lp_t."k" IS NULL)"#
+        );
+        assert_eq!(
+            t.where_clause(Dialect::DataFusion, "lp_f").unwrap(),
+            r#" WHERE (lp_f."k" >= 'o''k' OR lp_f."k" IS NULL)"#
+        );
+        t.bucket = None;
+        assert_eq!(t.where_clause(Dialect::Postgres, "lp_t").unwrap(), "");
+        assert!(!t.narrowed());
+    }
+
+    #[test]
+    fn only_integer_and_text_keys_split_into_ranges() {
+        assert!(KeyRange::column_of(&table(Kind::Int)).is_ok());
+        assert!(KeyRange::column_of(&table(Kind::Text)).is_ok());
+        let err = KeyRange::column_of(&table(Kind::Timestamptz))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t.k is the first primary-key column"), "{err}");
     }
 }
