@@ -135,7 +135,14 @@ pub async fn reconcile(job: &Job, workers: &[String]) -> CliResult<Reconciliatio
         // single task where it is planned.
         eprintln!("distributed: one task, so it runs here, not on a worker");
     }
-    let batches = datafusion::physical_plan::collect(plan, state.task_ctx()).await?;
+    let batches = datafusion::physical_plan::collect(plan, state.task_ctx())
+        .await
+        .map_err(|e| {
+            format!(
+                "distributed: the comparison failed on the workers ({}): {e}",
+                workers.join(", ")
+            )
+        })?;
     assemble(job, ranges.len(), &batches)
 }
 

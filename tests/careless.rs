@@ -321,6 +321,29 @@ fn the_same_diff_from_two_workers(run: &Run, url: &str, catalog: &str) {
             "{table}: {text}"
         );
     }
+    // A worker that is not there: an error naming the workers (exit 2),
+    // no counts.
+    let lake_table = format!("{}.orders", run.namespace());
+    let dead = format!("http://127.0.0.1:9,{}", workers[0].url);
+    let args = [
+        "reconcile",
+        "--source",
+        url,
+        "--table",
+        "orders",
+        "--lake",
+        catalog,
+        "--lake-table",
+        &lake_table,
+        "--workers",
+        &dead,
+    ]
+    .map(std::ffi::OsStr::new);
+    let output = crate::support::lossproof(&args);
+    let text = crate::support::output_text(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(output.stdout.is_empty(), "{text}");
+    assert!(text.contains("127.0.0.1:9"), "{text}");
     for worker in workers {
         let log = worker.stop();
         assert!(
