@@ -27,8 +27,9 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array, new_null_array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::compute::concat;
 use datafusion::common::{DataFusionError, Result as DfResult, internal_err};
 use datafusion::config::ConfigOptions;
 use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
@@ -155,20 +156,16 @@ impl WorkerResolver for Workers {
     }
 }
 
-/// The columns a bucket's comparison comes back in: its diff rows (`report`
-/// NULL), then one row whose `report` holds its counts (JSON [`Report`]).
+/// The columns a bucket's comparison comes back in: the `diff` table's
+/// ([`Reconciliation::diff_batch`]) after its `bucket`, for its diff rows
+/// (`report` NULL), then one row whose `report` holds its counts (JSON
+/// [`Report`]).
 fn schema() -> SchemaRef {
-    let text = |name: &str| Field::new(name, DataType::Utf8, true);
-    Arc::new(Schema::new(vec![
-        Field::new("bucket", DataType::UInt32, false),
-        text("table"),
-        text("key"),
-        text("consumer"),
-        text("kind"),
-        text("source"),
-        text("lake"),
-        text("report"),
-    ]))
+    let diff = Reconciliation::default().diff_batch();
+    let mut fields = vec![Field::new("bucket", DataType::UInt32, false)];
+    fields.extend(diff.schema().fields().iter().map(|f| f.as_ref().clone()));
+    fields.push(Field::new("report", DataType::Utf8, true));
+    Arc::new(Schema::new(fields))
 }
 
 /// What a bucket's comparison counted, besides its diff rows.
@@ -185,28 +182,19 @@ fn bucket_batch(bucket: u32, found: &Reconciliation) -> DfResult<RecordBatch> {
         in_memory: found.in_memory.clone(),
     })
     .map_err(|e| DataFusionError::External(e.into()))?;
-    let diff = &found.diff;
-    let column = |f: &dyn Fn(&DiffRow) -> Option<&str>| -> ArrayRef {
-        Arc::new(diff.iter().map(f).chain([None]).collect::<StringArray>())
-    };
-    let reports: StringArray = diff
-        .iter()
-        .map(|_| None)
-        .chain([Some(report.as_str())])
-        .collect();
-    Ok(RecordBatch::try_new(
-        schema(),
-        vec![
-            Arc::new(UInt32Array::from(vec![bucket; diff.len() + 1])),
-            column(&|d| Some(&d.table)),
-            column(&|d| Some(&d.key)),
-            column(&|d| Some(&d.consumer)),
-            column(&|d| Some(d.kind.as_str())),
-            column(&|d| d.source.as_deref()),
-            column(&|d| d.lake.as_deref()),
-            Arc::new(reports),
-        ],
-    )?)
+    let rows = found.diff.len();
+    let mut columns: Vec<ArrayRef> = vec![Arc::new(UInt32Array::from(vec![bucket; rows + 1]))];
+    // The diff table's columns, each with a NULL for the report row.
+    let report_row = new_null_array(&DataType::Utf8, 1);
+    for column in found.diff_batch().columns() {
+        columns.push(concat(&[column.as_ref(), report_row.as_ref()])?);
+    }
+    columns.push(Arc::new(
+        std::iter::repeat_n(None, rows)
+            .chain([Some(report.as_str())])
+            .collect::<StringArray>(),
+    ));
+    Ok(RecordBatch::try_new(schema(), columns)?)
 }
 
 /// The workers' batches as one [`Reconciliation`]: diff rows in key-range
@@ -216,19 +204,25 @@ fn assemble(job: &Job, buckets: usize, batches: &[RecordBatch]) -> CliResult<Rec
     let mut diffs: Vec<Vec<DiffRow>> = vec![Vec::new(); buckets];
     let mut reports: Vec<Option<Report>> = (0..buckets).map(|_| None).collect();
     for batch in batches {
-        let strings = |i: usize| -> CliResult<&StringArray> {
-            Ok(batch
-                .column(i)
+        let column = |name: &str| -> CliResult<&ArrayRef> {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| format!("distributed: a worker sent no `{name}` column").into())
+        };
+        let strings = |name: &str| -> CliResult<&StringArray> {
+            Ok(column(name)?
                 .as_any()
                 .downcast_ref::<StringArray>()
                 .ok_or("distributed: a worker sent an unexpected column")?)
         };
-        let bucket = batch
-            .column(0)
+        let bucket = column("bucket")?
             .as_any()
             .downcast_ref::<UInt32Array>()
             .ok_or("distributed: a worker sent an unexpected column")?;
-        let [table, key, consumer, kind, src, lake, report] = [1, 2, 3, 4, 5, 6, 7].map(strings);
+        let [table, key, consumer, kind, src, lake, report] = [
+            "table", "key", "consumer", "kind", "source", "lake", "report",
+        ]
+        .map(strings);
         let (table, key, consumer, kind, src, lake, report) =
             (table?, key?, consumer?, kind?, src?, lake?, report?);
         let text = |a: &StringArray, i| (!a.is_null(i)).then(|| a.value(i).to_owned());
@@ -247,9 +241,7 @@ fn assemble(job: &Job, buckets: usize, batches: &[RecordBatch]) -> CliResult<Rec
                 continue;
             }
             let kind_name = kind.value(i);
-            let kind = DiffKind::ALL
-                .into_iter()
-                .find(|k| k.as_str() == kind_name)
+            let kind = DiffKind::parse(kind_name)
                 .ok_or_else(|| format!("distributed: unknown diff kind `{kind_name}`"))?;
             diffs[b].push(DiffRow {
                 table: table.value(i).to_owned(),
@@ -271,7 +263,7 @@ fn assemble(job: &Job, buckets: usize, batches: &[RecordBatch]) -> CliResult<Rec
                 table: s.table.clone(),
                 counts: Counts::default(),
             });
-            add(&mut total.counts, &s.counts);
+            total.counts += &s.counts;
         }
         for (consumer, table, why) in report.in_memory {
             out.in_memory
@@ -282,16 +274,6 @@ fn assemble(job: &Job, buckets: usize, batches: &[RecordBatch]) -> CliResult<Rec
     out.summary =
         vec![counts.ok_or_else(|| format!("distributed: nothing compared {}", job.table))?];
     Ok(out)
-}
-
-fn add(total: &mut Counts, part: &Counts) {
-    total.compared += part.compared;
-    total.source_rows += part.source_rows;
-    total.lake_rows += part.lake_rows;
-    total.wrong += part.wrong;
-    for (kind, n) in &part.by_kind {
-        *total.by_kind.entry(*kind).or_default() += n;
-    }
 }
 
 /// The comparison of one key range per partition. Task `t` of `tasks`

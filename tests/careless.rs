@@ -179,20 +179,7 @@ async fn the_standalone_command_finds_the_same_damage(run: &Run, by_run: &serde_
         ),
         ("hive://x", "glue://REGION"),
     ] {
-        let missing = crate::support::lossproof(
-            &[
-                "reconcile",
-                "--source",
-                &url,
-                "--table",
-                "orders",
-                "--lake",
-                lake,
-                "--lake-table",
-                "x.orders",
-            ]
-            .map(std::ffi::OsStr::new),
-        );
+        let missing = reconcile_standalone(&url, "orders", &[lake], "x.orders", &[], &[]);
         assert_eq!(missing.status.code(), Some(2), "{lake}");
         assert!(
             String::from_utf8_lossy(&missing.stderr).contains(error),
@@ -220,20 +207,7 @@ fn narrowed_by_where_and_ignore_column(
         .to_owned();
     let lake_table = format!("{}.orders", run.namespace());
     let reconcile = |extra: &[&str]| {
-        let mut args = vec![
-            "reconcile",
-            "--source",
-            url,
-            "--table",
-            "orders",
-            "--lake",
-            catalog,
-            "--lake-table",
-            &lake_table,
-        ];
-        args.extend_from_slice(extra);
-        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-        let output = crate::support::lossproof(&args);
+        let output = reconcile_standalone(url, "orders", &[catalog], &lake_table, extra, &[]);
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
         (output.status.code(), text)
@@ -278,22 +252,9 @@ fn the_same_diff_from_two_workers(run: &Run, url: &str, catalog: &str) {
         let lake_table = format!("{}.{table}", run.namespace());
         let reconcile = |label: &str, extra: &[&str]| {
             let out = run.state.join(format!("workers-{label}-{table}.json"));
-            let mut args = vec![
-                "reconcile",
-                "--source",
-                url,
-                "--table",
-                table,
-                "--lake",
-                catalog,
-                "--lake-table",
-                &lake_table,
-                "--out",
-                out.to_str().unwrap(),
-            ];
+            let mut args = vec!["--out", out.to_str().unwrap()];
             args.extend_from_slice(extra);
-            let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-            let output = crate::support::lossproof(&args);
+            let output = reconcile_standalone(url, table, &[catalog], &lake_table, &args, &[]);
             let diff = std::fs::read_to_string(&out).unwrap_or_else(|e| {
                 panic!(
                     "{label} {table}: {e}: {}",
@@ -325,21 +286,14 @@ fn the_same_diff_from_two_workers(run: &Run, url: &str, catalog: &str) {
     // no counts.
     let lake_table = format!("{}.orders", run.namespace());
     let dead = format!("http://127.0.0.1:9,{}", workers[0].url);
-    let args = [
-        "reconcile",
-        "--source",
+    let output = reconcile_standalone(
         url,
-        "--table",
         "orders",
-        "--lake",
-        catalog,
-        "--lake-table",
+        &[catalog],
         &lake_table,
-        "--workers",
-        &dead,
-    ]
-    .map(std::ffi::OsStr::new);
-    let output = crate::support::lossproof(&args);
+        &["--workers", &dead],
+        &[],
+    );
     let text = crate::support::output_text(&output);
     assert_eq!(output.status.code(), Some(2), "{text}");
     assert!(output.stdout.is_empty(), "{text}");
@@ -470,11 +424,14 @@ fn standalone_diff_in(
     for table in ["customers", "orders", "order_items"] {
         let out = run.state.join(format!("standalone-{label}-{table}.json"));
         let lake_table = format!("{namespace}.{table}");
-        let mut args = vec!["reconcile", "--source", url, "--table", table, "--lake"];
-        args.extend_from_slice(lake);
-        args.extend(["--lake-table", &lake_table, "--out", out.to_str().unwrap()]);
-        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-        let output = crate::support::lossproof_in_env(&args, env);
+        let output = reconcile_standalone(
+            url,
+            table,
+            lake,
+            &lake_table,
+            &["--out", out.to_str().unwrap()],
+            env,
+        );
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
         assert!(
@@ -505,6 +462,24 @@ fn standalone_diff_in(
     }
     found.sort_by_key(|(t, k, d)| format!("{t}{k}{d}"));
     found
+}
+
+/// `lossproof reconcile --source URL --table TABLE --lake LAKE…
+/// --lake-table LAKE_TABLE EXTRA…` with `env` added to its environment.
+fn reconcile_standalone(
+    url: &str,
+    table: &str,
+    lake: &[&str],
+    lake_table: &str,
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let mut args = vec!["reconcile", "--source", url, "--table", table, "--lake"];
+    args.extend_from_slice(lake);
+    args.extend(["--lake-table", lake_table]);
+    args.extend_from_slice(extra);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    crate::support::lossproof_in_env(&args, env)
 }
 
 /// Every table of `namespace` in `from` created in `to` with the same
@@ -574,19 +549,14 @@ async fn the_same_through_a_rest_catalog(
     assert_eq!(found, expected, "through the REST catalog");
     // A wrong token: an error naming the catalog, never the token.
     let wrong = std::ffi::OsString::from("lakana_pat_0000000000000000_not-the-secret");
-    let args = [
-        "reconcile",
-        "--source",
+    let refused = reconcile_standalone(
         url,
-        "--table",
         "orders",
-        "--lake",
-        &lake,
-        "--lake-table",
+        &[&lake],
         "bronze.orders",
-    ]
-    .map(std::ffi::OsStr::new);
-    let refused = crate::support::lossproof_in_env(&args, &[(TOKEN_ENV, wrong.as_os_str())]);
+        &[],
+        &[(TOKEN_ENV, wrong.as_os_str())],
+    );
     let text = crate::support::output_text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{text}");
     assert!(
@@ -599,19 +569,7 @@ async fn the_same_through_a_rest_catalog(
     );
     // A token on the command line is refused before anything is sent.
     let inline = format!("{lake}&token={}", server.token);
-    let args = [
-        "reconcile",
-        "--source",
-        url,
-        "--table",
-        "orders",
-        "--lake",
-        &inline,
-        "--lake-table",
-        "bronze.orders",
-    ]
-    .map(std::ffi::OsStr::new);
-    let refused = crate::support::lossproof(&args);
+    let refused = reconcile_standalone(url, "orders", &[&inline], "bronze.orders", &[], &[]);
     let text = crate::support::output_text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{text}");
     assert!(text.contains(&format!("give it in ${TOKEN_ENV}")), "{text}");

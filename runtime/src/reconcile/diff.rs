@@ -77,6 +77,12 @@ impl DiffKind {
     pub fn is_damage(self) -> bool {
         self != Self::InFlight
     }
+
+    /// The kind [`DiffKind::as_str`] names.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
 }
 
 impl fmt::Display for DiffKind {
@@ -112,6 +118,19 @@ pub struct Counts {
     /// Damaged keys: diff rows, `in-flight` ones excepted.
     pub wrong: u64,
     pub by_kind: BTreeMap<DiffKind, u64>,
+}
+
+/// Counts of several shares of one comparison (key ranges), summed.
+impl std::ops::AddAssign<&Counts> for Counts {
+    fn add_assign(&mut self, part: &Counts) {
+        self.compared += part.compared;
+        self.source_rows += part.source_rows;
+        self.lake_rows += part.lake_rows;
+        self.wrong += part.wrong;
+        for (kind, n) in &part.by_kind {
+            *self.by_kind.entry(*kind).or_default() += n;
+        }
+    }
 }
 
 /// The versions of one key a lake holds more than once, as a `duplicate`
