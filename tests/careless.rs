@@ -1004,6 +1004,60 @@ async fn what_cannot_be_compared_is_a_typed_error(run: &Run) {
         .batch_execute("DROP TABLE lp_unsupported, lp_keyless")
         .await
         .unwrap();
+    arrays_read_as_the_source_has_them(run).await;
+}
+
+/// A user's arrays: of an enum, two-dimensional, jsonb elements that are
+/// themselves JSON arrays, NULL elements; read from the table and back from
+/// the history table alike. An array of a type with no canonical form is
+/// the same error as the type.
+async fn arrays_read_as_the_source_has_them(run: &Run) {
+    use lossproof_runtime::reconcile::canonical::{CanonicalError, Kind};
+    use lossproof_runtime::reconcile::source;
+    run.source
+        .batch_execute(
+            "CREATE TYPE lp_mood AS ENUM ('sad', 'ok'); \
+             CREATE TABLE lp_arrays (id bigint PRIMARY KEY, moods lp_mood[], grid integer[], docs jsonb[]); \
+             CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON lp_arrays \
+             FOR EACH ROW EXECUTE FUNCTION lossproof_record_version(); \
+             INSERT INTO lp_arrays VALUES (1, '{ok,NULL,sad}', '{{1,2},{3,4}}', \
+             ARRAY['[1, 2]'::jsonb, NULL, '{\"b\": 1, \"a\": 2}']), (2, '{}', NULL, '{}'); \
+             CREATE TABLE lp_range_arrays (id bigint PRIMARY KEY, spans int4range[]);",
+        )
+        .await
+        .unwrap();
+    let table = source::describe(&run.source, "lp_arrays").await.unwrap();
+    assert_eq!(
+        table.columns[1..],
+        [
+            ("moods".to_owned(), Kind::Array(&Kind::Text)),
+            ("grid".to_owned(), Kind::Array(&Kind::Int)),
+            ("docs".to_owned(), Kind::Array(&Kind::Json)),
+        ]
+    );
+    let one =
+        r#"docs=["[1,2]",∅,"{\"a\":2,\"b\":1}"], grid=[[1,2],[3,4]], id=1, moods=["ok",∅,"sad"]"#;
+    let two = "docs=[], grid=∅, id=2, moods=[]";
+    let rows = source::rows(&run.source, &table).await.unwrap();
+    assert_eq!(
+        rows.values().map(String::as_str).collect::<Vec<_>>(),
+        [one, two]
+    );
+    let history = source::history(&run.source, &table).await.unwrap().unwrap();
+    assert!(history["id=1"].contains(one), "{history:?}");
+    assert!(history["id=2"].contains(two), "{history:?}");
+    let error = source::describe(&run.source, "lp_range_arrays")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, reconcile::Error::Column { column, source: CanonicalError::Unsupported(t), .. }
+            if column == "spans" && t == "int4range[]"),
+        "{error:?}"
+    );
+    run.source
+        .batch_execute("DROP TABLE lp_arrays, lp_range_arrays; DROP TYPE lp_mood")
+        .await
+        .unwrap();
 }
 
 /// Damage the clean careless lake on purpose, one key per kind, and check

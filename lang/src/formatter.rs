@@ -180,6 +180,8 @@ fn table_line_text(tokens: &[ast::TableToken], width: usize) -> String {
     let column = column_name(tokens).is_some();
     for (i, token) in tokens.iter().enumerate() {
         match token {
+            // An array type's `[]` hugs its type.
+            ast::TableToken::Word(w) if w.value == "[]" => text.push_str("[]"),
             ast::TableToken::Word(w) => {
                 if !text.is_empty() {
                     text.push(' ');

@@ -719,6 +719,7 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
             None,
         ),
         Rule::table_args | Rule::table_arg => ("a list in parentheses, like `(a, b)`", None),
+        Rule::table_array => ("`[]` after a type, like `text[]`", None),
         Rule::include_decl => ("`include \"FILE\"`", None),
         Rule::fragment_decl => ("`fragment NAME < … >`", None),
         Rule::load_phase => ("`under load DURATION < … >`", None),

@@ -31,10 +31,11 @@ use crate::span::{Span, Spanned};
 use crate::suggest::{help_for, list};
 use crate::vocabulary::{ColumnSig, ForeignKeySig, ReplicaIdentity, TableSig};
 
-/// The column types a declared table may use, as written. Each has a
-/// canonical form in the reconciler, an Iceberg type in the reference
-/// consumers and values in the seeded generator; anything else is an error
-/// here rather than a surprise at run time.
+/// The column types a declared table may use, as written, each also as an
+/// array (`text[]`, [`array_element`]). Each has a canonical form in the
+/// reconciler, an Iceberg type in the reference consumers (an array: a
+/// list) and values in the seeded generator; anything else is an error here
+/// rather than a surprise at run time.
 pub const COLUMN_TYPES: &[&str] = &[
     "smallint",
     "integer",
@@ -105,6 +106,20 @@ pub const TABLE_WORDS: &[&str] = &[
 
 /// Names lossproof itself creates in the source database.
 const RESERVED_PREFIXES: &[&str] = &["lossproof_", "_lp_"];
+
+/// What the help of a missing or unknown type lists.
+fn types_help() -> String {
+    format!(
+        "types are {}, and an array of any of them (`text[]`)",
+        list(COLUMN_TYPES)
+    )
+}
+
+/// The element type of an array type (`numeric(12,2)[]` -> `numeric(12,2)`).
+#[must_use]
+pub fn array_element(sql_type: &str) -> Option<&str> {
+    sql_type.strip_suffix("[]")
+}
 
 /// Whether a type word takes `(…)` arguments (`numeric(10,2)`, `varchar(40)`).
 #[must_use]
@@ -462,10 +477,34 @@ impl<'d, 'v> TableReader<'d, 'v> {
             self.error(
                 table_error(words.end_span(), "a column needs a type")
                     .label("expected a type")
-                    .help(format!("types are {}", list(COLUMN_TYPES))),
+                    .help(types_help()),
             );
             return None;
         };
+        let scalar = self.scalar_type(word, words)?;
+        match words.peek() {
+            Some(TableToken::Word(w)) if w.value == "[]" => {
+                words.at += 1;
+                if let Some(TableToken::Word(again)) = words.peek()
+                    && again.value == "[]"
+                {
+                    self.error(
+                        table_error(again.span, "an array type takes one `[]`")
+                            .label("a second `[]`")
+                            .help(
+                                "PostgreSQL's arrays of any dimension are one type: write `text[]`",
+                            ),
+                    );
+                    return None;
+                }
+                Some(format!("{scalar}[]"))
+            }
+            _ => Some(scalar),
+        }
+    }
+
+    /// A column's type without its array suffix, from its first word on.
+    fn scalar_type(&mut self, word: &'d Spanned<String>, words: &mut Words<'d>) -> Option<String> {
         let simple = match word.value.as_str() {
             "smallint" | "int2" => Some("smallint"),
             "integer" | "int" | "int4" => Some("integer"),
@@ -540,7 +579,7 @@ impl<'d, 'v> TableReader<'d, 'v> {
             .help(
                 match crate::suggest::did_you_mean(&word.value, TYPE_WORDS.iter().copied()) {
                     Some(best) => format!("did you mean `{best}`?"),
-                    None => format!("types are {}", list(COLUMN_TYPES)),
+                    None => types_help(),
                 },
             ),
         );
@@ -592,7 +631,11 @@ impl<'d, 'v> TableReader<'d, 'v> {
             match self.columns.iter().find(|(c, _)| c.name == column.value) {
                 None => self.unknown_column(column),
                 Some((c, _)) => {
-                    let base = c.sql_type.split('(').next().unwrap_or_default();
+                    let base = if array_element(&c.sql_type).is_some() {
+                        c.sql_type.as_str()
+                    } else {
+                        c.sql_type.split('(').next().unwrap_or_default()
+                    };
                     if !KEY_TYPES.contains(&base) {
                         let message =
                             format!("a key column cannot be {} (`{}`)", c.sql_type, column.value);
@@ -870,5 +913,54 @@ mod tests {
             errors[0].contains("a key column cannot be numeric(10,2)"),
             "{errors:?}"
         );
+        for (line, error) in [
+            (
+                "id varchar(8)[] primary key",
+                "a key column cannot be varchar(8)[]",
+            ),
+            (
+                "id bigint primary key\n  x int[][]",
+                "an array type takes one `[]`",
+            ),
+            (
+                "id bigint primary key\n  x text[] large",
+                "only a `text` column can be `large`",
+            ),
+            (
+                "id bigint primary key\n  x geometry[]",
+                "cannot generate or compare `geometry`",
+            ),
+        ] {
+            let errors = read(&format!("table t <\n  {line}\n>\n")).unwrap_err();
+            assert!(errors[0].contains(error), "{line}: {errors:?}");
+        }
+    }
+
+    /// `TYPE[]` is an array of any column type, written as the DDL writes it.
+    #[test]
+    fn array_types_read_as_the_ddl_writes_them() {
+        let tables = read(
+            "table t <\n  id bigint primary key\n  tags text[] not null\n  cents numeric(12,2)[]\n  scores double precision[]\n  ids int4[]\n>\n",
+        )
+        .unwrap();
+        let types: Vec<&str> = tables[0]
+            .columns
+            .iter()
+            .map(|c| c.sql_type.as_str())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "bigint",
+                "text[]",
+                "numeric(12,2)[]",
+                "double precision[]",
+                "integer[]"
+            ]
+        );
+        assert!(tables[0].column("tags").unwrap().not_null);
+        assert_eq!(tables[0].column("cents").unwrap().widens_to, None);
+        assert_eq!(array_element("numeric(12,2)[]"), Some("numeric(12,2)"));
+        assert_eq!(array_element("text"), None);
     }
 }

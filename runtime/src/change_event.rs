@@ -22,6 +22,8 @@ pub enum Cell {
     /// A decimal's exact digits, e.g. `-12.30` for scale 2.
     Decimal(String),
     Bytes(Vec<u8>),
+    /// An array column's elements (Debezium's `ARRAY`, an Avro array).
+    List(Vec<Cell>),
 }
 
 pub type Row = BTreeMap<String, Cell>;
@@ -532,6 +534,12 @@ fn cell<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Cell {
         ),
         (Avro::Bytes(b), Schema::Decimal(decimal)) => Cell::Decimal(decimal_text(b, decimal.scale)),
         (Avro::Bytes(b) | Avro::Fixed(_, b), _) => Cell::Bytes(b.clone()),
+        (Avro::Array(items), Schema::Array(array)) => Cell::List(
+            items
+                .iter()
+                .map(|item| cell(item, &array.items, names))
+                .collect(),
+        ),
         (other, _) => Cell::Text(format!("{other:?}")),
     }
 }
@@ -563,14 +571,19 @@ fn cell_tree<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Json
                 .map(|((n, v), f)| (n.clone(), cell_tree(v, &f.schema, names)))
                 .collect(),
         ),
-        (v, s) => match cell(v, s, names) {
-            Cell::Null => Json::Null,
-            Cell::Bool(b) => Json::Bool(b),
-            Cell::Int(i) => Json::from(i),
-            Cell::Float(f) => Json::from(f),
-            Cell::Text(t) | Cell::Decimal(t) => Json::String(t),
-            Cell::Bytes(b) => Json::from(b),
-        },
+        (v, s) => cell_json(cell(v, s, names)),
+    }
+}
+
+fn cell_json(cell: Cell) -> Json {
+    match cell {
+        Cell::Null => Json::Null,
+        Cell::Bool(b) => Json::Bool(b),
+        Cell::Int(i) => Json::from(i),
+        Cell::Float(f) => Json::from(f),
+        Cell::Text(t) | Cell::Decimal(t) => Json::String(t),
+        Cell::Bytes(b) => Json::from(b),
+        Cell::List(items) => Json::Array(items.into_iter().map(cell_json).collect()),
     }
 }
 
@@ -607,6 +620,7 @@ fn type_name<'a>(schema: &'a Schema, names: &Names<'a>) -> String {
             .collect::<Vec<_>>()
             .join("|"),
         Schema::Decimal(d) => format!("decimal({},{})", d.precision, d.scale),
+        Schema::Array(a) => format!("array<{}>", type_name(&a.items, names)),
         other => format!("{:?}", apache_avro::schema::SchemaKind::from(other)).to_lowercase(),
     }
 }

@@ -18,12 +18,14 @@
 //! | boolean | `true` / `false` |
 //! | real, double precision | shortest round-trip decimal (`0.1`, `1e300`), `NaN`, `inf`, `-inf`; `-0.0` → `0` |
 //! | interval | its three parts as PostgreSQL stores them, months, days and the time in seconds (exact to the microsecond): `P14M3DT14706.78S`, `P-14M3DT-14706.78S`, `P0M0DT0S`; from Debezium's ISO 8601 string (`interval.handling.mode=string`: `P1Y2M3DT4H5M6.78S`, each part signed) |
+//! | array of any type above | its elements' canonical forms in brackets, no spaces: `[1,∅,-3]`, `["a","b,c"]`, `[]` (empty, not NULL); a multidimensional array nests: `[[1,2],[3,4]]`; lower bounds are not part of the value (Debezium and Iceberg lists have none) |
 //!
 //! The source's values are read in PostgreSQL's binary format
 //! ([`Kind::write_binary`]); a change event's as text
 //! ([`Kind::from_source_text`]); the lake's from Arrow, by the source
-//! column's kind ([`arrow_renderer_for`]). Any other type (arrays, ranges,
-//! geometric types, domains over them) is an error naming the column
+//! column's kind ([`arrow_renderer_for`]; an array from an Arrow list of
+//! any layout). Any other type (ranges, geometric types, composite types,
+//! domains) is an error naming the column
 //! ([`CanonicalError::Unsupported`]), never a silent string compare.
 //!
 //! A row is `name=value` for every column, sorted by column name, joined by
@@ -75,12 +77,20 @@ pub enum Kind {
     /// `interval`: months, days and microseconds, kept apart as PostgreSQL
     /// keeps them (`1 mon` is not `30 days`).
     Interval,
+    /// An array of values of the element kind (never itself an array:
+    /// PostgreSQL's multidimensional arrays are one type).
+    Array(&'static Kind),
 }
 
 impl Kind {
     /// The kind of a `PostgreSQL` type as `format_type` prints it.
     pub fn of_sql(sql_type: &str) -> Result<Self, CanonicalError> {
         let t = sql_type.to_ascii_lowercase();
+        if let Some(element) = t.strip_suffix("[]") {
+            return Self::of_sql(element)
+                .and_then(Self::array)
+                .map_err(|_| CanonicalError::Unsupported(sql_type.to_owned()));
+        }
         Ok(match t.as_str() {
             "smallint" | "integer" | "bigint" => Self::Int,
             "text" | "character varying" | "uuid" => Self::Text,
@@ -102,9 +112,31 @@ impl Kind {
         })
     }
 
+    /// The kind of an array of this kind's values.
+    pub fn array(self) -> Result<Self, CanonicalError> {
+        Ok(Self::Array(match self {
+            Self::Int => &Self::Int,
+            Self::Decimal => &Self::Decimal,
+            Self::Timestamptz => &Self::Timestamptz,
+            Self::Text => &Self::Text,
+            Self::Bool => &Self::Bool,
+            Self::Float => &Self::Float,
+            Self::Char => &Self::Char,
+            Self::Json => &Self::Json,
+            Self::Date => &Self::Date,
+            Self::Time => &Self::Time,
+            Self::Bytea => &Self::Bytea,
+            Self::Interval => &Self::Interval,
+            Self::Array(_) => {
+                return Err(CanonicalError::Unsupported("an array of arrays".into()));
+            }
+        }))
+    }
+
     /// Canonical form of a value given as text: an integer, a decimal, a
     /// timestamp as epoch microseconds, text, `true`/`false` (or `t`/`f`), a
-    /// float (`NaN`, `Infinity`); what change events carry (`changelog.rs`).
+    /// float (`NaN`, `Infinity`), an array as a JSON array of such values;
+    /// what change events carry (`changelog.rs`).
     pub fn from_source_text(self, text: Option<&str>) -> Result<String, CanonicalError> {
         let mut out = String::new();
         self.write_source_text(text, &mut out)?;
@@ -139,7 +171,19 @@ impl Kind {
                 _ if decimal_into(t, out) => {}
                 _ => return Err(bad()),
             },
-            Self::Timestamptz => timestamp_micros_into(t.parse().map_err(|_| bad())?, out),
+            // Epoch microseconds, or ISO 8601 (an array element of a
+            // change event in JSON).
+            Self::Timestamptz => timestamp_micros_into(
+                t.parse()
+                    .ok()
+                    .or_else(|| {
+                        chrono::DateTime::parse_from_rfc3339(t)
+                            .ok()
+                            .map(|t| t.timestamp_micros())
+                    })
+                    .ok_or_else(bad)?,
+                out,
+            ),
             Self::Text => quoted_into(t, out),
             Self::Char => quoted_into(t.trim_end_matches(' '), out),
             Self::Json => json_into(t, out),
@@ -174,8 +218,39 @@ impl Kind {
                 "-Infinity" => f64::NEG_INFINITY,
                 _ => t.parse().map_err(|_| bad())?,
             })),
+            Self::Array(element) => {
+                let value: serde_json::Value = serde_json::from_str(t).map_err(|_| bad())?;
+                let start = out.len();
+                json_array_into(*element, &value, out).inspect_err(|_| out.truncate(start))?;
+            }
         }
         Ok(())
+    }
+}
+
+/// A JSON array (nested for more dimensions) of `element` values, each
+/// as [`Kind::write_source_text`] reads it.
+fn json_array_into(
+    element: Kind,
+    value: &serde_json::Value,
+    out: &mut String,
+) -> Result<(), CanonicalError> {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_array_into(element, item, out)?;
+            }
+            out.push(']');
+            Ok(())
+        }
+        Value::Null => element.write_source_text(None, out),
+        Value::String(s) => element.write_source_text(Some(s), out),
+        other => element.write_source_text(Some(&other.to_string()), out),
     }
 }
 
@@ -226,7 +301,8 @@ impl Kind {
             | Self::Date
             | Self::Time
             | Self::Bytea
-            | Self::Interval => a.cmp(b),
+            | Self::Interval
+            | Self::Array(_) => a.cmp(b),
         }
     }
 
@@ -382,6 +458,9 @@ impl Kind {
             (Self::Float, &Type::FLOAT8) => {
                 out.push_str(&float(f64::from_be_bytes(b.try_into().map_err(|_| bad())?)));
             }
+            (Self::Array(element), _) => {
+                array_binary_into(*element, ty, b, out).unwrap_or_else(|| Err(bad()))?;
+            }
             _ => {
                 return Err(CanonicalError::Unsupported(format!(
                     "{ty} read as {self:?}"
@@ -390,6 +469,90 @@ impl Kind {
         }
         Ok(())
     }
+}
+
+/// An array in PostgreSQL's binary format (dimensions, a has-NULL flag,
+/// the element type, each dimension's length and lower bound, then each
+/// element as a length, -1 for NULL, and its bytes in `member`'s binary
+/// format, row-major) appended as nested brackets; `None` for malformed
+/// bytes or a `ty` that is not an array, `Some(Err)` for an element
+/// [`Kind::write_binary`] refuses. Nothing is appended on a failure.
+fn array_binary_into(
+    element: Kind,
+    ty: &tokio_postgres::types::Type,
+    b: &[u8],
+    out: &mut String,
+) -> Option<Result<(), CanonicalError>> {
+    let tokio_postgres::types::Kind::Array(member) = ty.kind() else {
+        return None;
+    };
+    let start = out.len();
+    let mut at = b;
+    let written = (|| {
+        let dimensions = usize::try_from(be_i32(&mut at)?).ok()?;
+        let (_has_null, _element_oid) = (be_i32(&mut at)?, be_i32(&mut at)?);
+        let mut lengths = Vec::with_capacity(dimensions);
+        for _ in 0..dimensions {
+            lengths.push(usize::try_from(be_i32(&mut at)?).ok()?);
+            be_i32(&mut at)?; // the lower bound: not part of the value
+        }
+        if lengths.is_empty() {
+            out.push_str("[]");
+            return Some(Ok(()));
+        }
+        array_level_into(element, member, &lengths, &mut at, out)
+    })();
+    let written = match written {
+        Some(Ok(())) if !at.is_empty() => None, // bytes after the last element
+        other => other,
+    };
+    if !matches!(written, Some(Ok(()))) {
+        out.truncate(start);
+    }
+    written
+}
+
+/// One dimension of an array ([`array_binary_into`]): `lengths[0]`
+/// elements, or arrays of the next dimensions, in brackets.
+fn array_level_into(
+    element: Kind,
+    member: &tokio_postgres::types::Type,
+    lengths: &[usize],
+    at: &mut &[u8],
+    out: &mut String,
+) -> Option<Result<(), CanonicalError>> {
+    let (length, inner) = lengths.split_first()?;
+    out.push('[');
+    for i in 0..*length {
+        if i > 0 {
+            out.push(',');
+        }
+        let written = if inner.is_empty() {
+            let raw = match be_i32(at)? {
+                -1 => None,
+                n => {
+                    let (value, rest) = at.split_at_checked(usize::try_from(n).ok()?)?;
+                    *at = rest;
+                    Some(value)
+                }
+            };
+            element.write_binary(member, raw, out)
+        } else {
+            array_level_into(element, member, inner, at, out)?
+        };
+        if written.is_err() {
+            return Some(written);
+        }
+    }
+    out.push(']');
+    Some(Ok(()))
+}
+
+/// The next big-endian `i32` of `at`, which moves past it.
+fn be_i32(at: &mut &[u8]) -> Option<i32> {
+    let (head, rest) = at.split_first_chunk::<4>()?;
+    *at = rest;
+    Some(i32::from_be_bytes(*head))
 }
 
 /// 2000-01-01T00:00:00Z, PostgreSQL's epoch, in Unix microseconds.
@@ -921,6 +1084,12 @@ pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, 
                 None => out.push_str("?interval"),
             })
         }
+        (
+            Kind::Array(element),
+            _,
+            _,
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..),
+        ) => list(array, Some(*element))?,
         (_, _, _, DataType::Date32) => {
             let values = array.as_primitive::<arrow_array::types::Date32Type>();
             each(array, move |i, out| {
@@ -942,6 +1111,69 @@ pub fn arrow_renderer_for(array: &ArrayRef, kind: Kind) -> Result<Renderer<'_>, 
         }
         _ => arrow_renderer(array)?,
     })
+}
+
+/// A renderer of an Arrow list column of any layout: each list's values
+/// in brackets, rendered by the source's element kind (`None`: by their
+/// Arrow type alone); a list of lists (a multidimensional array) nests.
+fn list(array: &ArrayRef, element: Option<Kind>) -> Result<Renderer<'_>, CanonicalError> {
+    type Bounds<'a> = Box<dyn Fn(usize) -> (usize, usize) + 'a>;
+    let as_usize = |o: i64| usize::try_from(o).unwrap_or(0);
+    let (values, bounds): (&ArrayRef, Bounds<'_>) = match array.data_type() {
+        DataType::List(_) => {
+            let lists = array.as_list::<i32>();
+            (
+                lists.values(),
+                Box::new(move |i| {
+                    let o = lists.value_offsets();
+                    (as_usize(o[i].into()), as_usize(o[i + 1].into()))
+                }),
+            )
+        }
+        DataType::LargeList(_) => {
+            let lists = array.as_list::<i64>();
+            (
+                lists.values(),
+                Box::new(move |i| {
+                    let o = lists.value_offsets();
+                    (as_usize(o[i]), as_usize(o[i + 1]))
+                }),
+            )
+        }
+        DataType::FixedSizeList(_, _) => {
+            let lists = array.as_fixed_size_list();
+            (
+                lists.values(),
+                Box::new(move |i| {
+                    let start = as_usize(lists.value_offset(i).into());
+                    (start, start + as_usize(lists.value_length().into()))
+                }),
+            )
+        }
+        other => {
+            return Err(CanonicalError::Unsupported(format!(
+                "Arrow {other} as a list"
+            )));
+        }
+    };
+    let render = match (values.data_type(), element) {
+        (DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..), _) => {
+            list(values, element)?
+        }
+        (_, Some(kind)) => arrow_renderer_for(values, kind)?,
+        (_, None) => arrow_renderer(values)?,
+    };
+    Ok(each(array, move |i, out| {
+        let (start, end) = bounds(i);
+        out.push('[');
+        for j in start..end {
+            if j > start {
+                out.push(',');
+            }
+            render(j, out);
+        }
+        out.push(']');
+    }))
 }
 
 /// Canonical form of every value of an Arrow column.
@@ -1043,6 +1275,9 @@ pub fn arrow_renderer(array: &ArrayRef) -> Result<Renderer<'_>, CanonicalError> 
                 };
                 timestamp_micros_into(micros, out);
             })
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => {
+            list(array, None)?
         }
         other => {
             return Err(CanonicalError::Unsupported(format!("Arrow {other}")));
@@ -1174,21 +1409,24 @@ mod tests {
         }
     }
 
+    /// Every value of a lake column rendered by a source column's kind.
+    fn rendered_as(array: &ArrayRef, kind: Kind) -> Vec<String> {
+        let render = arrow_renderer_for(array, kind).unwrap();
+        (0..array.len())
+            .map(|i| {
+                let mut out = String::new();
+                render(i, &mut out);
+                out
+            })
+            .collect()
+    }
+
     #[test]
     fn lake_columns_render_as_the_source_kind_reads() {
         use arrow_array::{
             BinaryArray, Date32Array, FixedSizeBinaryArray, StringArray, Time64MicrosecondArray,
         };
-        let render = |array: ArrayRef, kind: Kind| {
-            let render = arrow_renderer_for(&array, kind).unwrap();
-            (0..array.len())
-                .map(|i| {
-                    let mut out = String::new();
-                    render(i, &mut out);
-                    out
-                })
-                .collect::<Vec<_>>()
-        };
+        let render = |array: ArrayRef, kind: Kind| rendered_as(&array, kind);
         assert_eq!(
             render(
                 Arc::new(Date32Array::from(vec![Some(-1), None])),
@@ -1225,6 +1463,127 @@ mod tests {
         assert_eq!(
             render(Arc::new(uuid), Kind::Text),
             ["\"12121212-1212-1212-1212-121212121212\""]
+        );
+    }
+
+    /// PostgreSQL's binary array of `member` with dimensions `lengths`
+    /// (lower bounds 1, or 0 when `zero_based`) and `elements` (`None`:
+    /// NULL), row-major.
+    fn binary_array(lengths: &[i32], zero_based: bool, elements: &[Option<Vec<u8>>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(i32::try_from(lengths.len()).unwrap().to_be_bytes());
+        b.extend(i32::from(elements.iter().any(Option::is_none)).to_be_bytes());
+        b.extend(23i32.to_be_bytes()); // the element type's oid, not read
+        for length in lengths {
+            b.extend(length.to_be_bytes());
+            b.extend(i32::from(!zero_based).to_be_bytes());
+        }
+        for element in elements {
+            match element {
+                None => b.extend((-1i32).to_be_bytes()),
+                Some(bytes) => {
+                    b.extend(i32::try_from(bytes.len()).unwrap().to_be_bytes());
+                    b.extend(bytes);
+                }
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn arrays_render_their_elements_alike_on_every_side() {
+        use arrow_array::builder::{Int32Builder, ListBuilder, StringBuilder};
+        use tokio_postgres::types::Type;
+        let int_array = Kind::of_sql("integer[]").unwrap();
+        assert_eq!(int_array, Kind::Array(&Kind::Int));
+        assert_eq!(
+            Kind::of_sql("numeric(12,2)[]"),
+            Ok(Kind::Array(&Kind::Decimal))
+        );
+        assert_eq!(
+            Kind::of_sql("timestamp with time zone[]"),
+            Ok(Kind::Array(&Kind::Timestamptz))
+        );
+        assert_eq!(
+            Kind::of_sql("int4range[]"),
+            Err(CanonicalError::Unsupported("int4range[]".into()))
+        );
+        assert!(Kind::Array(&Kind::Int).array().is_err());
+        // The source: binary, one and two dimensions, NULL elements, empty.
+        let four = |v: i32| Some(v.to_be_bytes().to_vec());
+        let one = binary_array(&[3], false, &[four(1), None, four(-3)]);
+        assert_eq!(
+            read(int_array, &Type::INT4_ARRAY, &one).unwrap(),
+            "[1,∅,-3]"
+        );
+        let zero_based = binary_array(&[3], true, &[four(1), None, four(-3)]);
+        assert_eq!(
+            read(int_array, &Type::INT4_ARRAY, &zero_based).unwrap(),
+            "[1,∅,-3]",
+            "lower bounds are not part of the value"
+        );
+        let two = binary_array(&[2, 2], false, &[four(1), four(2), four(3), four(4)]);
+        assert_eq!(
+            read(int_array, &Type::INT4_ARRAY, &two).unwrap(),
+            "[[1,2],[3,4]]"
+        );
+        let empty = binary_array(&[], false, &[]);
+        assert_eq!(read(int_array, &Type::INT4_ARRAY, &empty).unwrap(), "[]");
+        let text_array = Kind::Array(&Kind::Text);
+        let texts = binary_array(
+            &[2],
+            false,
+            &[Some(b"b,c".to_vec()), Some(b"\"q\"".to_vec())],
+        );
+        assert_eq!(
+            read(text_array, &Type::TEXT_ARRAY, &texts).unwrap(),
+            r#"["b,c","\"q\""]"#
+        );
+        // Malformed: truncated, trailing bytes, an element of the wrong size.
+        assert!(read(int_array, &Type::INT4_ARRAY, &one[..one.len() - 1]).is_err());
+        assert!(
+            read(
+                int_array,
+                &Type::INT4_ARRAY,
+                &[one.clone(), vec![0]].concat()
+            )
+            .is_err()
+        );
+        let short = binary_array(&[1], false, &[Some(vec![1, 2, 3])]);
+        assert!(read(int_array, &Type::INT4_ARRAY, &short).is_err());
+        assert!(
+            read(int_array, &Type::INT4, &1i32.to_be_bytes()).is_err(),
+            "a scalar is not an array"
+        );
+        // A change event's JSON array (timestamps as ISO 8601 or micros).
+        let text = |kind: Kind, t: &str| kind.from_source_text(Some(t)).unwrap();
+        assert_eq!(text(int_array, "[1,null,-3]"), "[1,∅,-3]");
+        assert_eq!(text(int_array, "[[1,2],[3,4]]"), "[[1,2],[3,4]]");
+        assert_eq!(text(text_array, r#"["b,c","\"q\""]"#), r#"["b,c","\"q\""]"#);
+        assert_eq!(
+            text(
+                Kind::Array(&Kind::Timestamptz),
+                r#"["1969-12-31T23:59:59.999999Z", 0]"#
+            ),
+            "[1969-12-31T23:59:59.999999Z,1970-01-01T00:00:00.000000Z]"
+        );
+        assert!(int_array.from_source_text(Some("[1,\"x\"]")).is_err());
+        assert!(int_array.from_source_text(Some("{1,2}")).is_err());
+        // The lake: an Arrow list, its NULL apart from an empty list.
+        let mut ints = ListBuilder::new(Int32Builder::new());
+        ints.append_value([Some(1), None, Some(-3)]);
+        ints.append_null();
+        ints.append_value([]);
+        let ints: ArrayRef = Arc::new(ints.finish());
+        let mut texts = ListBuilder::new(StringBuilder::new());
+        texts.append_value([Some("b,c"), Some("\"q\"")]);
+        let texts: ArrayRef = Arc::new(texts.finish());
+        assert_eq!(rendered_as(&ints, int_array), ["[1,∅,-3]", NULL, "[]"]);
+        assert_eq!(rendered_as(&texts, text_array), [r#"["b,c","\"q\""]"#]);
+        assert_eq!(
+            arrow_column(&ints).unwrap(),
+            ["[1,∅,-3]", NULL, "[]"],
+            "without the source's kind too"
         );
     }
 

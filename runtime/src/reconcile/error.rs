@@ -19,8 +19,9 @@ pub enum Error {
     NoPrimaryKey { table: String },
     #[error("{table}: key column {column} is not among its columns")]
     KeyColumnMissing { table: String, column: String },
-    /// A query of the source database failed.
-    #[error("source: {what}: {source}")]
+    /// A query of the source database failed (PostgreSQL's own message,
+    /// not only "db error").
+    #[error("source: {what}: {}", postgres_message(source))]
     Source {
         what: String,
         #[source]
@@ -43,6 +44,14 @@ pub enum Error {
     /// judge (two rows for `is true`, a string for `< 5`).
     #[error("{0}")]
     Judge(String),
+}
+
+/// What PostgreSQL said (severity, message, detail, hint), or the
+/// client's error when the server said nothing.
+fn postgres_message(error: &tokio_postgres::Error) -> String {
+    error
+        .as_db_error()
+        .map_or_else(|| error.to_string(), ToString::to_string)
 }
 
 impl Error {

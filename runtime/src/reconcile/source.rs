@@ -190,8 +190,10 @@ pub fn history_ddl(tables: &[&str]) -> String {
 pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<SourceTable, Error> {
     let columns = client
         .query(
-            "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typtype::text \
+            "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typtype::text, \
+             coalesce(e.typtype::text, '') \
              FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+             LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A' \
              WHERE a.attrelid = $1::text::regclass AND a.attnum > 0 AND NOT a.attisdropped \
              ORDER BY a.attnum",
             &[&table],
@@ -203,11 +205,12 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
             let name: String = r.get(0);
             let sql_type: String = r.get(1);
             let type_type: String = r.get(2);
+            let element_type: String = r.get(3);
             // An enum's values are its labels: text.
-            let kind = if type_type == "e" {
-                Ok(Kind::Text)
-            } else {
-                Kind::of_sql(&sql_type)
+            let kind = match (type_type.as_str(), element_type.as_str()) {
+                ("e", _) => Ok(Kind::Text),
+                (_, "e") => Kind::Text.array(),
+                _ => Kind::of_sql(&sql_type),
             };
             kind.map(|k| (name.clone(), k))
                 .map_err(|source| Error::Column {
@@ -369,8 +372,34 @@ pub async fn history_of(
     if exists.is_none() {
         return Ok(None);
     }
+    // Each version back as a row of the table. A json or jsonb array goes
+    // round jsonb_populate_record, which reads an element that is itself a
+    // JSON array as another dimension: it is rebuilt from its elements (a
+    // JSON null element as NULL).
+    let mut json_arrays = String::new();
+    let columns: Vec<String> = table
+        .columns
+        .iter()
+        .map(|(name, kind)| {
+            let column = quote_ident(name);
+            if *kind != Kind::Array(&Kind::Json) {
+                return format!("r.{column}");
+            }
+            let key = format!("'{}'", name.replace('\'', "''"));
+            let _ = write!(json_arrays, " - {key}");
+            format!(
+                "CASE jsonb_typeof(h.row -> {key}) WHEN 'array' THEN ARRAY(\
+                 SELECT nullif(e, 'null'::jsonb) \
+                 FROM jsonb_array_elements(h.row -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
+                 END AS {column}"
+            )
+        })
+        .collect();
     let from = format!(
-        "FROM (SELECT (jsonb_populate_record(NULL::{t}, row)).* FROM lossproof_history WHERE tbl = '{t}') AS h",
+        "FROM (SELECT {} FROM lossproof_history AS h \
+         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, h.row{json_arrays}) AS r \
+         WHERE h.tbl = '{t}') AS h",
+        columns.join(", "),
         t = table.name
     );
     let mut history = History::new();

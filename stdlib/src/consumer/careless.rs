@@ -355,12 +355,7 @@ fn check_fixed_schema(table: &LakeTable, changes: &[change_event::RowChange]) ->
         .as_struct()
         .fields()
         .iter()
-        .filter_map(|f| {
-            Some((
-                f.name.as_str(),
-                debezium_type_name(f.field_type.as_primitive_type()?),
-            ))
-        })
+        .map(|f| (f.name.as_str(), debezium_type_name(&f.field_type)))
         .collect();
     for change in changes.iter().filter(|c| !c.columns.is_empty()) {
         let got: BTreeMap<&str, &str> = change

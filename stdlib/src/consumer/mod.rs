@@ -18,8 +18,9 @@ use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type,
     Time64MicrosecondType, TimestampMicrosecondType,
 };
-use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch};
-use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, ListArray, PrimitiveArray, RecordBatch};
+use arrow_schema::{DataType, FieldRef};
+use iceberg::spec::{ListType, NestedField, PrimitiveType, Schema, Type};
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_lang::plan::{DeclaredConsumer, LakeShape, OffsetsAt, Reads};
 use lossproof_lang::vocabulary::{TableSig, WorkloadSig};
@@ -149,14 +150,17 @@ pub fn positions(
 
 /// The Iceberg schema a source table maps to: the vocabulary's columns in
 /// order, field ids from 1, primary-key columns required and declared as the
-/// identifier fields, every other column optional.
+/// identifier fields, every other column optional; an array column is a
+/// list of optional elements, whose field ids follow the columns' (the ids
+/// a catalog gives a new table's schema).
 pub fn iceberg_schema(table: &TableSig) -> Result<Schema> {
     let mut fields = Vec::new();
     let mut keys = Vec::new();
+    let too_many = || Error::Unsupported(format!("table {}: too many columns", table.name));
+    let mut next_element = i32::try_from(table.columns.len() + 1).map_err(|_| too_many())?;
     for (i, column) in table.columns.iter().enumerate() {
-        let id = i32::try_from(i + 1)
-            .map_err(|_| Error::Unsupported(format!("table {}: too many columns", table.name)))?;
-        let kind = Type::Primitive(primitive_type(&column.sql_type)?);
+        let id = i32::try_from(i + 1).map_err(|_| too_many())?;
+        let kind = iceberg_type(&column.sql_type, &mut next_element)?;
         let field = if table.is_key(&column.name) {
             keys.push(id);
             NestedField::required(id, &column.name, kind)
@@ -170,6 +174,22 @@ pub fn iceberg_schema(table: &TableSig) -> Result<Schema> {
         .with_identifier_field_ids(keys)
         .build()
         .map_err(Error::iceberg(format!("table {}", table.name)))
+}
+
+/// The Iceberg type of a `PostgreSQL` column type the vocabulary uses: a
+/// primitive, or for `T[]` a list of optional `T` whose element takes the
+/// field id `next_element` (then the next).
+pub fn iceberg_type(sql_type: &str, next_element: &mut i32) -> Result<Type> {
+    let Some(element) = sql_type.trim().strip_suffix("[]") else {
+        return primitive_type(sql_type).map(Type::Primitive);
+    };
+    let element = NestedField::list_element(
+        *next_element,
+        Type::Primitive(primitive_type(element)?),
+        false,
+    );
+    *next_element += 1;
+    Ok(Type::List(ListType::new(element.into())))
 }
 
 /// The Iceberg type of a `PostgreSQL` column type the vocabulary uses.
@@ -217,9 +237,22 @@ pub fn primitive_type(sql_type: &str) -> Result<PrimitiveType> {
 }
 
 /// The Avro type name (as [`lossproof_runtime::change_event::RowChange::columns`]
-/// spells it) Debezium uses for a column of this Iceberg type.
+/// spells it) Debezium uses for a column of this Iceberg type: a
+/// primitive's, `array<…>` of a list's element.
 #[must_use]
-pub fn debezium_type_name(kind: &PrimitiveType) -> String {
+pub fn debezium_type_name(kind: &Type) -> String {
+    match kind {
+        Type::Primitive(kind) => primitive_type_name(kind),
+        Type::List(list) => format!(
+            "array<{}>",
+            debezium_type_name(&list.element_field.field_type)
+        ),
+        Type::Struct(_) => "record".into(),
+        Type::Map(_) => "map".into(),
+    }
+}
+
+fn primitive_type_name(kind: &PrimitiveType) -> String {
     match kind {
         // Debezium's Date is days in an int, MicroTime and MicroTimestamp
         // microseconds in a long.
@@ -307,12 +340,28 @@ pub fn to_arrow(schema: &Schema, rows: &[&Row]) -> Result<RecordBatch> {
                 field.field_type
             ))
         };
-        let Type::Primitive(kind) = field.field_type.as_ref() else {
-            return Err(Error::Unsupported(format!(
-                "column {name}: nested types are not supported"
-            )));
+        let unsupported = || {
+            Error::Unsupported(format!(
+                "column {name}: {} is not supported",
+                field.field_type
+            ))
         };
-        columns.push(column(name, kind, &cells, &bad)?);
+        columns.push(match field.field_type.as_ref() {
+            Type::Primitive(kind) => column(name, kind, &cells, &bad)?,
+            Type::List(list) => {
+                let (Type::Primitive(kind), Some(DataType::List(element))) = (
+                    list.element_field.field_type.as_ref(),
+                    arrow_schema
+                        .field_with_name(name)
+                        .ok()
+                        .map(arrow_schema::Field::data_type),
+                ) else {
+                    return Err(unsupported());
+                };
+                list_column(name, kind, element.clone(), &cells, &bad)?
+            }
+            _ => return Err(unsupported()),
+        });
     }
     RecordBatch::try_new(arrow_schema, columns).map_err(Error::arrow("the batch"))
 }
@@ -419,6 +468,44 @@ fn column(
     })
 }
 
+/// An Arrow list column (its element `element`, of Iceberg type `kind`)
+/// holding `cells`: NULL for [`Cell::Null`], the elements of a
+/// [`Cell::List`] as [`column`] reads them.
+fn list_column(
+    name: &str,
+    kind: &PrimitiveType,
+    element: FieldRef,
+    cells: &[&Cell],
+    bad: &dyn Fn(&Cell) -> Error,
+) -> Result<ArrayRef> {
+    let mut items: Vec<&Cell> = Vec::new();
+    let mut lengths = Vec::with_capacity(cells.len());
+    let mut valid = Vec::with_capacity(cells.len());
+    for cell in cells {
+        match cell {
+            Cell::Null => {
+                lengths.push(0);
+                valid.push(false);
+            }
+            Cell::List(elements) => {
+                items.extend(elements);
+                lengths.push(elements.len());
+                valid.push(true);
+            }
+            other => return Err(bad(other)),
+        }
+    }
+    let values = column(name, kind, &items, bad)?;
+    let list = ListArray::try_new(
+        element,
+        arrow_buffer::OffsetBuffer::from_lengths(lengths),
+        values,
+        Some(valid.into()),
+    )
+    .map_err(Error::arrow(format!("column {name}")))?;
+    Ok(Arc::new(list))
+}
+
 /// A primitive Arrow column: NULL for [`Cell::Null`], `value(cell)` for
 /// the others (`None`: the column cannot hold it, an error).
 fn primitive<T: ArrowPrimitiveType>(
@@ -508,6 +595,76 @@ mod tests {
         let error = primitive_type("geometry").unwrap_err();
         assert!(matches!(error, Error::Unsupported(_)), "{error:?}");
         assert!(error.to_string().contains("geometry"));
+    }
+
+    /// An array column is an Iceberg list whose element id follows the
+    /// columns', and a list cell becomes an Arrow list: NULL, empty and
+    /// NULL elements kept apart.
+    #[test]
+    fn array_columns_become_lists() {
+        use arrow_array::cast::AsArray as _;
+        let column = |name: &str, sql_type: &str| lossproof_lang::vocabulary::ColumnSig {
+            name: name.into(),
+            sql_type: sql_type.into(),
+            widens_to: None,
+            not_null: false,
+            large: false,
+        };
+        let table = TableSig {
+            name: "t".into(),
+            primary_key: vec!["id".into()],
+            columns: vec![
+                column("id", "bigint"),
+                column("tags", "text[]"),
+                column("cents", "numeric(8,2)[]"),
+            ],
+            foreign_keys: vec![],
+            replica_identity: None,
+        };
+        let schema = iceberg_schema(&table).unwrap();
+        let Type::List(cents) = schema.field_by_name("cents").unwrap().field_type.as_ref() else {
+            panic!("{schema:?}")
+        };
+        assert_eq!(
+            cents.element_field.id, 5,
+            "after the 3 columns and tags' element"
+        );
+        assert!(!cents.element_field.required);
+        assert_eq!(
+            debezium_type_name(&schema.field_by_name("cents").unwrap().field_type),
+            "array<decimal(8,2)>"
+        );
+        let rows: Vec<Row> = [
+            Cell::List(vec![Cell::Text("a".into()), Cell::Null]),
+            Cell::List(vec![]),
+            Cell::Null,
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, tags)| {
+            [
+                ("id".to_owned(), Cell::Int(i64::try_from(i).unwrap())),
+                ("tags".to_owned(), tags),
+                (
+                    "cents".to_owned(),
+                    Cell::List(vec![Cell::Decimal("1.50".into())]),
+                ),
+            ]
+            .into()
+        })
+        .collect();
+        let batch = to_arrow(&schema, &rows.iter().collect::<Vec<_>>()).unwrap();
+        let tags = batch.column(1).as_list::<i32>();
+        assert_eq!(tags.value_offsets(), [0, 2, 2, 2]);
+        assert!(tags.is_null(2) && !tags.is_null(1));
+        assert!(tags.value(0).is_null(1));
+        let cents = batch.column(2).as_list::<i32>().value(0);
+        assert_eq!(
+            cents.as_primitive::<Decimal128Type>().value_as_string(0),
+            "1.50"
+        );
+        let wrong: Row = [("tags".to_owned(), Cell::Text("a".into()))].into();
+        assert!(to_arrow(&schema, &[&wrong]).is_err(), "text is not a list");
     }
 
     #[test]

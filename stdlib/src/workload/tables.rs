@@ -468,6 +468,9 @@ impl TableGenerator {
     /// ordinary one, or one time in [`EDGE_ONE_IN`] an edge of the type
     /// (never for a `large` column: its point is its size).
     fn value(&mut self, sql_type: &str, large: bool) -> String {
+        if let Some(element) = lossproof_lang::tables::array_element(sql_type) {
+            return self.array_value(element);
+        }
         let ordinary = self.ordinary_value(sql_type, large);
         if large || !self.edges.next_u64().is_multiple_of(EDGE_ONE_IN) {
             return ordinary;
@@ -478,6 +481,32 @@ impl TableGenerator {
         }
         let pick = usize::try_from(self.edges.next_u64() % choices.len() as u64).expect("small");
         choices.swap_remove(pick)
+    }
+
+    /// An array of `element` as PostgreSQL's array literal: up to three
+    /// values of the element type (each may be one of its edges), a NULL
+    /// element one time in eight; one time in [`EDGE_ONE_IN`] the array's
+    /// own edges instead, empty or holding only a NULL.
+    fn array_value(&mut self, element: &str) -> String {
+        if self.edges.next_u64().is_multiple_of(EDGE_ONE_IN) {
+            let edge = if self.edges.next_u64().is_multiple_of(2) {
+                "{}"
+            } else {
+                "{NULL}"
+            };
+            return edge.to_owned();
+        }
+        let len = self.below(4);
+        let items: Vec<String> = (0..len)
+            .map(|_| {
+                if self.chance(8) {
+                    "NULL".to_owned()
+                } else {
+                    array_element_literal(&self.value(element, false))
+                }
+            })
+            .collect();
+        format!("{{{}}}", items.join(","))
     }
 
     /// A value of `real`, `date`, `time`, `timestamp`, `interval`, `bytea` or `json`
@@ -618,6 +647,21 @@ impl TableGenerator {
             }
         }
     }
+}
+
+/// A value as an element of an array literal: double-quoted, its quotes
+/// and backslashes escaped, so any text (commas, braces, `NULL`) is itself.
+fn array_element_literal(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// The columns an update may change: neither key nor foreign key.
@@ -806,6 +850,37 @@ mod tests {
             (0..100).all(|_| g.value("text", true).len() == LARGE_CHARS),
             "large: never an edge"
         );
+    }
+
+    /// An array column's values are array literals of the element type's
+    /// values and edges, NULL elements, and the array's own edges.
+    #[test]
+    fn arrays_hold_element_values_nulls_and_their_own_edges() {
+        let draw = || {
+            let mut g = TableGenerator::new(schema(), 7, 0, 1, [100.0, 0.0, 0.0, 0.0]);
+            (0..600)
+                .map(|_| g.value("text[]", false))
+                .collect::<Vec<_>>()
+        };
+        let values = draw();
+        assert_eq!(values, draw(), "deterministic per seed");
+        assert!(
+            values
+                .iter()
+                .all(|v| v.starts_with('{') && v.ends_with('}'))
+        );
+        for edge in ["{}", "{NULL}"] {
+            assert!(values.iter().any(|v| v == edge), "{edge}");
+        }
+        assert!(values.iter().any(|v| v.contains(",NULL")), "NULL elements");
+        // A text edge with quotes and a backslash, escaped.
+        assert!(
+            values
+                .iter()
+                .any(|v| v.contains(r#""quote \" backslash \\ comma, equals= ∅""#)),
+            "{values:?}"
+        );
+        assert_eq!(array_element_literal(r#"a"b\c,{}"#), r#""a\"b\\c,{}""#);
     }
 
     fn schema() -> Arc<Vec<TableSig>> {

@@ -936,12 +936,18 @@ fn schema_changes(
                 changes.push(SchemaChange::add_column(name, t));
             }
             Some(field) => {
-                let Some(lake) = field.field_type.as_primitive_type() else {
-                    continue;
-                };
-                if debezium_type_name(lake) == *events {
+                if debezium_type_name(&field.field_type) == *events {
                     continue;
                 }
+                let Some(lake) = field.field_type.as_primitive_type() else {
+                    return Err(schema_fatal(
+                        table,
+                        name,
+                        &field.field_type.to_string(),
+                        events,
+                        "an array's element type cannot change",
+                    ));
+                };
                 let Some(t) = wanted else {
                     return Err(schema_fatal(
                         table,
@@ -1121,10 +1127,7 @@ fn renames(
         };
         let appeared = schema.field_by_name(name).is_none();
         let disappeared = !columns.iter().any(|(n, _)| n == &field.name);
-        let same_type = field
-            .field_type
-            .as_primitive_type()
-            .is_some_and(|lake| debezium_type_name(lake) == *events);
+        let same_type = debezium_type_name(&field.field_type) == *events;
         if !(appeared && disappeared && same_type) {
             continue;
         }
@@ -1247,7 +1250,10 @@ mod tests {
             "string",
             "decimal(14,2)",
         ] {
-            assert_eq!(debezium_type_name(&iceberg_type(name).unwrap()), name);
+            assert_eq!(
+                debezium_type_name(&Type::Primitive(iceberg_type(name).unwrap())),
+                name
+            );
         }
         assert_eq!(iceberg_type("bytes"), None);
     }
