@@ -93,6 +93,7 @@ module.exports = grammar({
     // table accounts <
     //   account_id bigint primary key
     //   balance    numeric(12,2) not null
+    //   tags       text[]
     //   foreign key (tenant, id) references tenants on delete cascade
     // >
     // One column or constraint per line; its words are plain identifiers
@@ -111,7 +112,10 @@ module.exports = grammar({
       '>',
     ),
 
-    table_line: ($) => repeat1(choice($.identifier, $.table_arguments)),
+    table_line: ($) => repeat1(choice($.identifier, $.table_arguments, $.array_suffix)),
+
+    // text[] | numeric(12,2)[]: an array of the type before it
+    array_suffix: (_) => '[]',
 
     // (tenant, account_id) | (12,2)
     table_arguments: ($) => seq('(', choice($.identifier, $.number), repeat(seq(',', choice($.identifier, $.number))), ')'),

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 14
 #define STATE_COUNT 150
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 94
+#define SYMBOL_COUNT 95
 #define ALIAS_COUNT 1
-#define TOKEN_COUNT 49
+#define TOKEN_COUNT 50
 #define EXTERNAL_TOKEN_COUNT 3
 #define FIELD_COUNT 18
 #define MAX_ALIAS_SEQUENCE_LENGTH 6
@@ -30,90 +30,91 @@ enum ts_symbol_identifiers {
   anon_sym_COMMA = 8,
   anon_sym_consumer = 9,
   anon_sym_table = 10,
-  anon_sym_LPAREN = 11,
-  anon_sym_RPAREN = 12,
-  anon_sym_set = 13,
-  anon_sym_include = 14,
-  anon_sym_fragment = 15,
-  anon_sym_use = 16,
-  anon_sym_under = 17,
-  anon_sym_load = 18,
-  anon_sym_quiet = 19,
-  anon_sym_between = 20,
-  anon_sym_and = 21,
-  anon_sym_drain = 22,
-  anon_sym_within = 23,
-  anon_sym_expect = 24,
-  anon_sym_assert = 25,
-  anon_sym_empty = 26,
-  anon_sym_true = 27,
-  anon_sym_EQ = 28,
-  anon_sym_BANG_EQ = 29,
-  anon_sym_LT_EQ = 30,
-  anon_sym_GT_EQ = 31,
-  anon_sym_BQUOTE_BQUOTE_BQUOTE = 32,
-  aux_sym_jitter_token1 = 33,
-  anon_sym_PERCENT = 34,
-  anon_sym_SLASH = 35,
-  sym_unit = 36,
-  sym_number = 37,
-  anon_sym_DQUOTE = 38,
-  anon_sym_DQUOTE2 = 39,
-  sym__string_content = 40,
-  sym_placeholder = 41,
-  sym_escape_sequence = 42,
-  sym_identifier = 43,
-  sym_template = 44,
-  sym_comment = 45,
-  sym_fence_language = 46,
-  sym_sql = 47,
-  sym__error_sentinel = 48,
-  sym_source_file = 49,
-  sym__top_level_statement = 50,
-  sym__separator = 51,
-  sym_block = 52,
-  sym__statement = 53,
-  sym_scenario = 54,
-  sym_workload = 55,
-  sym_consumers = 56,
-  sym_consumer_declaration = 57,
-  sym_table_declaration = 58,
-  sym_table_body = 59,
-  sym_table_line = 60,
-  sym_table_arguments = 61,
-  sym_setting = 62,
-  sym_include = 63,
-  sym_fragment = 64,
-  sym_use = 65,
-  sym_phase = 66,
-  sym_window = 67,
-  sym_drain = 68,
-  sym_expectation = 69,
-  sym_assertion = 70,
-  sym_expected = 71,
-  sym_comparison_operator = 72,
-  sym_sql_block = 73,
-  sym_action = 74,
-  sym__argument = 75,
-  sym__value = 76,
-  sym__duration = 77,
-  sym__name = 78,
-  sym_duration = 79,
-  sym_jitter = 80,
-  sym_percent = 81,
-  sym_rate = 82,
-  sym_string = 83,
-  aux_sym_source_file_repeat1 = 84,
-  aux_sym_block_repeat1 = 85,
-  aux_sym_workload_repeat1 = 86,
-  aux_sym_consumers_repeat1 = 87,
-  aux_sym_consumer_declaration_repeat1 = 88,
-  aux_sym_table_declaration_repeat1 = 89,
-  aux_sym_table_body_repeat1 = 90,
-  aux_sym_table_line_repeat1 = 91,
-  aux_sym_table_arguments_repeat1 = 92,
-  aux_sym_string_repeat1 = 93,
-  alias_sym_name = 94,
+  sym_array_suffix = 11,
+  anon_sym_LPAREN = 12,
+  anon_sym_RPAREN = 13,
+  anon_sym_set = 14,
+  anon_sym_include = 15,
+  anon_sym_fragment = 16,
+  anon_sym_use = 17,
+  anon_sym_under = 18,
+  anon_sym_load = 19,
+  anon_sym_quiet = 20,
+  anon_sym_between = 21,
+  anon_sym_and = 22,
+  anon_sym_drain = 23,
+  anon_sym_within = 24,
+  anon_sym_expect = 25,
+  anon_sym_assert = 26,
+  anon_sym_empty = 27,
+  anon_sym_true = 28,
+  anon_sym_EQ = 29,
+  anon_sym_BANG_EQ = 30,
+  anon_sym_LT_EQ = 31,
+  anon_sym_GT_EQ = 32,
+  anon_sym_BQUOTE_BQUOTE_BQUOTE = 33,
+  aux_sym_jitter_token1 = 34,
+  anon_sym_PERCENT = 35,
+  anon_sym_SLASH = 36,
+  sym_unit = 37,
+  sym_number = 38,
+  anon_sym_DQUOTE = 39,
+  anon_sym_DQUOTE2 = 40,
+  sym__string_content = 41,
+  sym_placeholder = 42,
+  sym_escape_sequence = 43,
+  sym_identifier = 44,
+  sym_template = 45,
+  sym_comment = 46,
+  sym_fence_language = 47,
+  sym_sql = 48,
+  sym__error_sentinel = 49,
+  sym_source_file = 50,
+  sym__top_level_statement = 51,
+  sym__separator = 52,
+  sym_block = 53,
+  sym__statement = 54,
+  sym_scenario = 55,
+  sym_workload = 56,
+  sym_consumers = 57,
+  sym_consumer_declaration = 58,
+  sym_table_declaration = 59,
+  sym_table_body = 60,
+  sym_table_line = 61,
+  sym_table_arguments = 62,
+  sym_setting = 63,
+  sym_include = 64,
+  sym_fragment = 65,
+  sym_use = 66,
+  sym_phase = 67,
+  sym_window = 68,
+  sym_drain = 69,
+  sym_expectation = 70,
+  sym_assertion = 71,
+  sym_expected = 72,
+  sym_comparison_operator = 73,
+  sym_sql_block = 74,
+  sym_action = 75,
+  sym__argument = 76,
+  sym__value = 77,
+  sym__duration = 78,
+  sym__name = 79,
+  sym_duration = 80,
+  sym_jitter = 81,
+  sym_percent = 82,
+  sym_rate = 83,
+  sym_string = 84,
+  aux_sym_source_file_repeat1 = 85,
+  aux_sym_block_repeat1 = 86,
+  aux_sym_workload_repeat1 = 87,
+  aux_sym_consumers_repeat1 = 88,
+  aux_sym_consumer_declaration_repeat1 = 89,
+  aux_sym_table_declaration_repeat1 = 90,
+  aux_sym_table_body_repeat1 = 91,
+  aux_sym_table_line_repeat1 = 92,
+  aux_sym_table_arguments_repeat1 = 93,
+  aux_sym_string_repeat1 = 94,
+  alias_sym_name = 95,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -128,6 +129,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_COMMA] = ",",
   [anon_sym_consumer] = "consumer",
   [anon_sym_table] = "table",
+  [sym_array_suffix] = "array_suffix",
   [anon_sym_LPAREN] = "(",
   [anon_sym_RPAREN] = ")",
   [anon_sym_set] = "set",
@@ -226,6 +228,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_COMMA] = anon_sym_COMMA,
   [anon_sym_consumer] = anon_sym_consumer,
   [anon_sym_table] = anon_sym_table,
+  [sym_array_suffix] = sym_array_suffix,
   [anon_sym_LPAREN] = anon_sym_LPAREN,
   [anon_sym_RPAREN] = anon_sym_RPAREN,
   [anon_sym_set] = anon_sym_set,
@@ -356,6 +359,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
   [anon_sym_table] = {
     .visible = true,
     .named = false,
+  },
+  [sym_array_suffix] = {
+    .visible = true,
+    .named = true,
   },
   [anon_sym_LPAREN] = {
     .visible = true,
@@ -892,30 +899,30 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [29] = 29,
   [30] = 30,
   [31] = 31,
-  [32] = 20,
+  [32] = 32,
   [33] = 33,
-  [34] = 34,
+  [34] = 28,
   [35] = 35,
-  [36] = 30,
+  [36] = 36,
   [37] = 37,
-  [38] = 38,
+  [38] = 30,
   [39] = 39,
-  [40] = 40,
+  [40] = 26,
   [41] = 41,
   [42] = 42,
-  [43] = 26,
-  [44] = 23,
+  [43] = 43,
+  [44] = 44,
   [45] = 45,
-  [46] = 46,
+  [46] = 27,
   [47] = 47,
   [48] = 48,
   [49] = 49,
   [50] = 50,
   [51] = 51,
-  [52] = 46,
+  [52] = 51,
   [53] = 17,
   [54] = 48,
-  [55] = 46,
+  [55] = 51,
   [56] = 48,
   [57] = 57,
   [58] = 58,
@@ -962,11 +969,11 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [99] = 99,
   [100] = 100,
   [101] = 101,
-  [102] = 35,
+  [102] = 31,
   [103] = 103,
   [104] = 104,
   [105] = 105,
-  [106] = 24,
+  [106] = 23,
   [107] = 107,
   [108] = 108,
   [109] = 109,
@@ -1003,9 +1010,9 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [140] = 140,
   [141] = 141,
   [142] = 142,
-  [143] = 26,
+  [143] = 27,
   [144] = 144,
-  [145] = 23,
+  [145] = 26,
   [146] = 146,
   [147] = 147,
   [148] = 139,
@@ -1017,1528 +1024,1538 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
   eof = lexer->eof(lexer);
   switch (state) {
     case 0:
-      if (eof) ADVANCE(99);
+      if (eof) ADVANCE(100);
       ADVANCE_MAP(
-        '\n', 101,
+        '\n', 102,
         '!', 4,
-        '"', 157,
-        '#', 242,
-        '%', 150,
-        '(', 117,
-        ')', 118,
+        '"', 159,
+        '#', 244,
+        '%', 152,
+        '(', 119,
+        ')', 120,
         '+', 3,
-        ',', 112,
-        '/', 151,
-        ';', 100,
-        '<', 103,
-        '=', 144,
-        '>', 105,
-        '\\', 91,
-        '`', 6,
-        'a', 50,
-        'b', 22,
-        'c', 60,
-        'd', 65,
-        'e', 47,
-        'f', 69,
-        'h', 152,
-        'i', 51,
-        'l', 61,
-        'm', 153,
-        'q', 82,
-        's', 152,
-        't', 7,
-        'u', 55,
-        'w', 38,
-        '{', 90,
-        0xb1, 149,
+        ',', 113,
+        '/', 153,
+        ';', 101,
+        '<', 104,
+        '=', 146,
+        '>', 106,
+        '[', 5,
+        '\\', 92,
+        '`', 7,
+        'a', 51,
+        'b', 23,
+        'c', 61,
+        'd', 66,
+        'e', 48,
+        'f', 70,
+        'h', 154,
+        'i', 52,
+        'l', 62,
+        'm', 155,
+        'q', 83,
+        's', 154,
+        't', 8,
+        'u', 56,
+        'w', 39,
+        '{', 91,
+        0xb1, 151,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(92);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+          lookahead == ' ') SKIP(93);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
       END_STATE();
     case 1:
       ADVANCE_MAP(
-        '\n', 101,
-        '#', 242,
-        ';', 100,
-        '>', 104,
-        'a', 223,
-        'b', 175,
-        'c', 212,
-        'd', 217,
-        'e', 238,
-        'f', 218,
-        'i', 200,
-        'q', 233,
-        's', 170,
-        'u', 201,
-        'w', 209,
+        '\n', 102,
+        '#', 244,
+        ';', 101,
+        '>', 105,
+        'a', 225,
+        'b', 177,
+        'c', 214,
+        'd', 219,
+        'e', 240,
+        'f', 220,
+        'i', 202,
+        'q', 235,
+        's', 172,
+        'u', 203,
+        'w', 211,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ') SKIP(1);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 2:
-      if (lookahead == '"') ADVANCE(157);
-      if (lookahead == '#') ADVANCE(160);
-      if (lookahead == '\\') ADVANCE(91);
-      if (lookahead == '{') ADVANCE(159);
+      if (lookahead == '"') ADVANCE(159);
+      if (lookahead == '#') ADVANCE(162);
+      if (lookahead == '\\') ADVANCE(92);
+      if (lookahead == '{') ADVANCE(161);
       if (lookahead == '\t' ||
           (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(158);
+          lookahead == ' ') ADVANCE(160);
       if (lookahead != 0 &&
-          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(160);
+          (lookahead < '\t' || '\r' < lookahead)) ADVANCE(162);
       END_STATE();
     case 3:
-      if (lookahead == '-') ADVANCE(149);
+      if (lookahead == '-') ADVANCE(151);
       END_STATE();
     case 4:
-      if (lookahead == '=') ADVANCE(145);
+      if (lookahead == '=') ADVANCE(147);
       END_STATE();
     case 5:
-      if (lookahead == '`') ADVANCE(148);
+      if (lookahead == ']') ADVANCE(118);
       END_STATE();
     case 6:
-      if (lookahead == '`') ADVANCE(5);
+      if (lookahead == '`') ADVANCE(150);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(13);
-      if (lookahead == 'r') ADVANCE(83);
+      if (lookahead == '`') ADVANCE(6);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(36);
+      if (lookahead == 'a') ADVANCE(14);
+      if (lookahead == 'r') ADVANCE(84);
       END_STATE();
     case 9:
-      if (lookahead == 'a') ADVANCE(40);
+      if (lookahead == 'a') ADVANCE(37);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(18);
+      if (lookahead == 'a') ADVANCE(41);
       END_STATE();
     case 11:
       if (lookahead == 'a') ADVANCE(19);
       END_STATE();
     case 12:
-      if (lookahead == 'a') ADVANCE(70);
+      if (lookahead == 'a') ADVANCE(20);
       END_STATE();
     case 13:
-      if (lookahead == 'b') ADVANCE(45);
+      if (lookahead == 'a') ADVANCE(71);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(44);
+      if (lookahead == 'b') ADVANCE(46);
       END_STATE();
     case 15:
-      if (lookahead == 'c') ADVANCE(30);
-      if (lookahead == 'e') ADVANCE(77);
+      if (lookahead == 'c') ADVANCE(45);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(80);
-      END_STATE();
-    case 17:
-      if (lookahead == 'd') ADVANCE(134);
-      END_STATE();
-    case 18:
-      if (lookahead == 'd') ADVANCE(129);
-      END_STATE();
-    case 19:
-      if (lookahead == 'd') ADVANCE(108);
-      END_STATE();
-    case 20:
-      if (lookahead == 'd') ADVANCE(26);
-      END_STATE();
-    case 21:
-      if (lookahead == 'd') ADVANCE(29);
-      END_STATE();
-    case 22:
-      if (lookahead == 'e') ADVANCE(74);
-      END_STATE();
-    case 23:
-      if (lookahead == 'e') ADVANCE(125);
-      END_STATE();
-    case 24:
-      if (lookahead == 'e') ADVANCE(143);
-      END_STATE();
-    case 25:
-      if (lookahead == 'e') ADVANCE(115);
-      END_STATE();
-    case 26:
-      if (lookahead == 'e') ADVANCE(121);
-      END_STATE();
-    case 27:
-      if (lookahead == 'e') ADVANCE(16);
-      END_STATE();
-    case 28:
-      if (lookahead == 'e') ADVANCE(71);
-      END_STATE();
-    case 29:
-      if (lookahead == 'e') ADVANCE(67);
-      END_STATE();
-    case 30:
-      if (lookahead == 'e') ADVANCE(57);
-      END_STATE();
-    case 31:
+      if (lookahead == 'c') ADVANCE(31);
       if (lookahead == 'e') ADVANCE(78);
       END_STATE();
-    case 32:
+    case 17:
+      if (lookahead == 'c') ADVANCE(81);
+      END_STATE();
+    case 18:
+      if (lookahead == 'd') ADVANCE(136);
+      END_STATE();
+    case 19:
+      if (lookahead == 'd') ADVANCE(131);
+      END_STATE();
+    case 20:
+      if (lookahead == 'd') ADVANCE(109);
+      END_STATE();
+    case 21:
+      if (lookahead == 'd') ADVANCE(27);
+      END_STATE();
+    case 22:
+      if (lookahead == 'd') ADVANCE(30);
+      END_STATE();
+    case 23:
+      if (lookahead == 'e') ADVANCE(75);
+      END_STATE();
+    case 24:
+      if (lookahead == 'e') ADVANCE(127);
+      END_STATE();
+    case 25:
+      if (lookahead == 'e') ADVANCE(145);
+      END_STATE();
+    case 26:
+      if (lookahead == 'e') ADVANCE(116);
+      END_STATE();
+    case 27:
+      if (lookahead == 'e') ADVANCE(123);
+      END_STATE();
+    case 28:
+      if (lookahead == 'e') ADVANCE(17);
+      END_STATE();
+    case 29:
+      if (lookahead == 'e') ADVANCE(72);
+      END_STATE();
+    case 30:
       if (lookahead == 'e') ADVANCE(68);
       END_STATE();
-    case 33:
-      if (lookahead == 'e') ADVANCE(54);
-      END_STATE();
-    case 34:
+    case 31:
       if (lookahead == 'e') ADVANCE(58);
       END_STATE();
+    case 32:
+      if (lookahead == 'e') ADVANCE(79);
+      END_STATE();
+    case 33:
+      if (lookahead == 'e') ADVANCE(69);
+      END_STATE();
+    case 34:
+      if (lookahead == 'e') ADVANCE(55);
+      END_STATE();
     case 35:
-      if (lookahead == 'e') ADVANCE(33);
+      if (lookahead == 'e') ADVANCE(59);
       END_STATE();
     case 36:
-      if (lookahead == 'g') ADVANCE(48);
+      if (lookahead == 'e') ADVANCE(34);
       END_STATE();
     case 37:
-      if (lookahead == 'h') ADVANCE(41);
+      if (lookahead == 'g') ADVANCE(49);
       END_STATE();
     case 38:
-      if (lookahead == 'i') ADVANCE(75);
-      if (lookahead == 'o') ADVANCE(66);
+      if (lookahead == 'h') ADVANCE(42);
       END_STATE();
     case 39:
-      if (lookahead == 'i') ADVANCE(59);
+      if (lookahead == 'i') ADVANCE(76);
+      if (lookahead == 'o') ADVANCE(67);
       END_STATE();
     case 40:
-      if (lookahead == 'i') ADVANCE(52);
+      if (lookahead == 'i') ADVANCE(60);
       END_STATE();
     case 41:
       if (lookahead == 'i') ADVANCE(53);
       END_STATE();
     case 42:
-      if (lookahead == 'i') ADVANCE(31);
+      if (lookahead == 'i') ADVANCE(54);
       END_STATE();
     case 43:
-      if (lookahead == 'k') ADVANCE(46);
+      if (lookahead == 'i') ADVANCE(32);
       END_STATE();
     case 44:
-      if (lookahead == 'l') ADVANCE(85);
+      if (lookahead == 'k') ADVANCE(47);
       END_STATE();
     case 45:
-      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(86);
       END_STATE();
     case 46:
-      if (lookahead == 'l') ADVANCE(62);
+      if (lookahead == 'l') ADVANCE(26);
       END_STATE();
     case 47:
-      if (lookahead == 'm') ADVANCE(63);
-      if (lookahead == 'x') ADVANCE(64);
+      if (lookahead == 'l') ADVANCE(63);
       END_STATE();
     case 48:
-      if (lookahead == 'm') ADVANCE(34);
+      if (lookahead == 'm') ADVANCE(64);
+      if (lookahead == 'x') ADVANCE(65);
       END_STATE();
     case 49:
-      if (lookahead == 'm') ADVANCE(32);
+      if (lookahead == 'm') ADVANCE(35);
       END_STATE();
     case 50:
-      if (lookahead == 'n') ADVANCE(17);
-      if (lookahead == 's') ADVANCE(72);
+      if (lookahead == 'm') ADVANCE(33);
       END_STATE();
     case 51:
-      if (lookahead == 'n') ADVANCE(14);
+      if (lookahead == 'n') ADVANCE(18);
+      if (lookahead == 's') ADVANCE(73);
       END_STATE();
     case 52:
-      if (lookahead == 'n') ADVANCE(135);
+      if (lookahead == 'n') ADVANCE(15);
       END_STATE();
     case 53:
       if (lookahead == 'n') ADVANCE(137);
       END_STATE();
     case 54:
-      if (lookahead == 'n') ADVANCE(132);
+      if (lookahead == 'n') ADVANCE(139);
       END_STATE();
     case 55:
-      if (lookahead == 'n') ADVANCE(21);
-      if (lookahead == 's') ADVANCE(23);
+      if (lookahead == 'n') ADVANCE(134);
       END_STATE();
     case 56:
-      if (lookahead == 'n') ADVANCE(73);
+      if (lookahead == 'n') ADVANCE(22);
+      if (lookahead == 's') ADVANCE(24);
       END_STATE();
     case 57:
-      if (lookahead == 'n') ADVANCE(12);
+      if (lookahead == 'n') ADVANCE(74);
       END_STATE();
     case 58:
-      if (lookahead == 'n') ADVANCE(81);
+      if (lookahead == 'n') ADVANCE(13);
       END_STATE();
     case 59:
-      if (lookahead == 'o') ADVANCE(106);
+      if (lookahead == 'n') ADVANCE(82);
       END_STATE();
     case 60:
-      if (lookahead == 'o') ADVANCE(56);
+      if (lookahead == 'o') ADVANCE(107);
       END_STATE();
     case 61:
-      if (lookahead == 'o') ADVANCE(10);
+      if (lookahead == 'o') ADVANCE(57);
       END_STATE();
     case 62:
       if (lookahead == 'o') ADVANCE(11);
       END_STATE();
     case 63:
-      if (lookahead == 'p') ADVANCE(76);
+      if (lookahead == 'o') ADVANCE(12);
       END_STATE();
     case 64:
-      if (lookahead == 'p') ADVANCE(27);
+      if (lookahead == 'p') ADVANCE(77);
       END_STATE();
     case 65:
-      if (lookahead == 'r') ADVANCE(9);
+      if (lookahead == 'p') ADVANCE(28);
       END_STATE();
     case 66:
-      if (lookahead == 'r') ADVANCE(43);
+      if (lookahead == 'r') ADVANCE(10);
       END_STATE();
     case 67:
-      if (lookahead == 'r') ADVANCE(127);
+      if (lookahead == 'r') ADVANCE(44);
       END_STATE();
     case 68:
-      if (lookahead == 'r') ADVANCE(113);
+      if (lookahead == 'r') ADVANCE(129);
       END_STATE();
     case 69:
-      if (lookahead == 'r') ADVANCE(8);
+      if (lookahead == 'r') ADVANCE(114);
       END_STATE();
     case 70:
-      if (lookahead == 'r') ADVANCE(39);
+      if (lookahead == 'r') ADVANCE(9);
       END_STATE();
     case 71:
-      if (lookahead == 'r') ADVANCE(79);
+      if (lookahead == 'r') ADVANCE(40);
       END_STATE();
     case 72:
-      if (lookahead == 's') ADVANCE(28);
+      if (lookahead == 'r') ADVANCE(80);
       END_STATE();
     case 73:
-      if (lookahead == 's') ADVANCE(84);
+      if (lookahead == 's') ADVANCE(29);
       END_STATE();
     case 74:
-      if (lookahead == 't') ADVANCE(86);
+      if (lookahead == 's') ADVANCE(85);
       END_STATE();
     case 75:
-      if (lookahead == 't') ADVANCE(37);
-      END_STATE();
-    case 76:
       if (lookahead == 't') ADVANCE(87);
       END_STATE();
+    case 76:
+      if (lookahead == 't') ADVANCE(38);
+      END_STATE();
     case 77:
-      if (lookahead == 't') ADVANCE(119);
+      if (lookahead == 't') ADVANCE(88);
       END_STATE();
     case 78:
-      if (lookahead == 't') ADVANCE(130);
+      if (lookahead == 't') ADVANCE(121);
       END_STATE();
     case 79:
-      if (lookahead == 't') ADVANCE(140);
+      if (lookahead == 't') ADVANCE(132);
       END_STATE();
     case 80:
-      if (lookahead == 't') ADVANCE(138);
+      if (lookahead == 't') ADVANCE(142);
       END_STATE();
     case 81:
-      if (lookahead == 't') ADVANCE(123);
+      if (lookahead == 't') ADVANCE(140);
       END_STATE();
     case 82:
-      if (lookahead == 'u') ADVANCE(42);
+      if (lookahead == 't') ADVANCE(125);
       END_STATE();
     case 83:
-      if (lookahead == 'u') ADVANCE(24);
+      if (lookahead == 'u') ADVANCE(43);
       END_STATE();
     case 84:
-      if (lookahead == 'u') ADVANCE(49);
+      if (lookahead == 'u') ADVANCE(25);
       END_STATE();
     case 85:
-      if (lookahead == 'u') ADVANCE(20);
+      if (lookahead == 'u') ADVANCE(50);
       END_STATE();
     case 86:
-      if (lookahead == 'w') ADVANCE(35);
+      if (lookahead == 'u') ADVANCE(21);
       END_STATE();
     case 87:
-      if (lookahead == 'y') ADVANCE(142);
+      if (lookahead == 'w') ADVANCE(36);
       END_STATE();
     case 88:
-      if (lookahead == '}') ADVANCE(161);
+      if (lookahead == 'y') ADVANCE(144);
+      END_STATE();
+    case 89:
+      if (lookahead == '}') ADVANCE(163);
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
-      END_STATE();
-    case 89:
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(155);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(89);
       END_STATE();
     case 90:
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(157);
       END_STATE();
     case 91:
-      if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(162);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(89);
       END_STATE();
     case 92:
-      if (eof) ADVANCE(99);
-      ADVANCE_MAP(
-        '\n', 101,
-        '!', 4,
-        '"', 156,
-        '#', 242,
-        '(', 117,
-        ')', 118,
-        ',', 112,
-        ';', 100,
-        '<', 103,
-        '=', 144,
-        '>', 105,
-        '`', 6,
-        'a', 50,
-        'b', 22,
-        'c', 60,
-        'd', 65,
-        'e', 47,
-        'f', 69,
-        'i', 51,
-        'l', 61,
-        'q', 82,
-        's', 15,
-        't', 7,
-        'u', 55,
-        'w', 38,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(92);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      if (lookahead != 0 &&
+          lookahead != '\n') ADVANCE(164);
       END_STATE();
     case 93:
-      if (eof) ADVANCE(99);
+      if (eof) ADVANCE(100);
       ADVANCE_MAP(
-        '\n', 101,
-        '"', 156,
-        '#', 242,
-        '%', 150,
-        ',', 112,
-        '/', 151,
-        ';', 100,
-        '<', 102,
-        '>', 104,
-        '`', 6,
-        'm', 153,
-        'h', 152,
-        's', 152,
+        '\n', 102,
+        '!', 4,
+        '"', 158,
+        '#', 244,
+        '(', 119,
+        ')', 120,
+        ',', 113,
+        ';', 101,
+        '<', 104,
+        '=', 146,
+        '>', 106,
+        '[', 5,
+        '`', 7,
+        'a', 51,
+        'b', 23,
+        'c', 61,
+        'd', 66,
+        'e', 48,
+        'f', 70,
+        'i', 52,
+        'l', 62,
+        'q', 83,
+        's', 16,
+        't', 8,
+        'u', 56,
+        'w', 39,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(96);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          lookahead == ' ') SKIP(93);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
       END_STATE();
     case 94:
-      if (eof) ADVANCE(99);
+      if (eof) ADVANCE(100);
       ADVANCE_MAP(
-        '\n', 101,
-        '"', 156,
-        '#', 242,
-        '(', 117,
-        '+', 3,
-        ',', 112,
-        ';', 100,
-        '<', 102,
-        '>', 104,
-        '`', 6,
-        0xb1, 149,
+        '\n', 102,
+        '"', 158,
+        '#', 244,
+        '%', 152,
+        ',', 113,
+        '/', 153,
+        ';', 101,
+        '<', 103,
+        '>', 105,
+        '`', 7,
+        'm', 155,
+        'h', 154,
+        's', 154,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(95);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+          lookahead == ' ') SKIP(97);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 95:
-      if (eof) ADVANCE(99);
+      if (eof) ADVANCE(100);
       ADVANCE_MAP(
-        '\n', 101,
-        '"', 156,
-        '#', 242,
-        '(', 117,
-        ',', 112,
-        ';', 100,
-        '<', 102,
-        '>', 104,
-        '`', 6,
-      );
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(95);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 96:
-      if (eof) ADVANCE(99);
-      ADVANCE_MAP(
-        '\n', 101,
-        '"', 156,
-        '#', 242,
-        ',', 112,
-        ';', 100,
-        '<', 102,
-        '>', 104,
-        '`', 6,
+        '\n', 102,
+        '"', 158,
+        '#', 244,
+        '(', 119,
+        '+', 3,
+        ',', 113,
+        ';', 101,
+        '<', 103,
+        '>', 105,
+        '[', 5,
+        '`', 7,
+        0xb1, 151,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ') SKIP(96);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
-    case 97:
-      if (eof) ADVANCE(99);
-      if (lookahead == '\n') ADVANCE(101);
-      if (lookahead == '"') ADVANCE(156);
-      if (lookahead == '#') ADVANCE(242);
-      if (lookahead == ';') ADVANCE(100);
-      if (lookahead == '<') ADVANCE(102);
-      if (lookahead == '>') ADVANCE(104);
-      if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(97);
-      if (('.' <= lookahead && lookahead <= '9') ||
-          lookahead == '{' ||
-          lookahead == '}') ADVANCE(241);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(239);
-      END_STATE();
-    case 98:
-      if (eof) ADVANCE(99);
+    case 96:
+      if (eof) ADVANCE(100);
       ADVANCE_MAP(
-        '\n', 101,
-        '"', 156,
-        '#', 242,
-        ';', 100,
-        'a', 223,
-        'b', 175,
-        'c', 210,
-        'd', 217,
-        'e', 238,
-        'f', 218,
-        'i', 200,
-        'q', 233,
-        's', 170,
-        't', 163,
-        'u', 201,
-        'w', 209,
+        '\n', 102,
+        '"', 158,
+        '#', 244,
+        '(', 119,
+        ',', 113,
+        ';', 101,
+        '<', 103,
+        '>', 105,
+        '[', 5,
+        '`', 7,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(96);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 97:
+      if (eof) ADVANCE(100);
+      ADVANCE_MAP(
+        '\n', 102,
+        '"', 158,
+        '#', 244,
+        ',', 113,
+        ';', 101,
+        '<', 103,
+        '>', 105,
+        '`', 7,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(97);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('_' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 98:
+      if (eof) ADVANCE(100);
+      if (lookahead == '\n') ADVANCE(102);
+      if (lookahead == '"') ADVANCE(158);
+      if (lookahead == '#') ADVANCE(244);
+      if (lookahead == ';') ADVANCE(101);
+      if (lookahead == '<') ADVANCE(103);
+      if (lookahead == '>') ADVANCE(105);
+      if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ') SKIP(98);
+      if (('.' <= lookahead && lookahead <= '9') ||
+          lookahead == '{' ||
+          lookahead == '}') ADVANCE(243);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(241);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(ts_builtin_sym_end);
+      if (eof) ADVANCE(100);
+      ADVANCE_MAP(
+        '\n', 102,
+        '"', 158,
+        '#', 244,
+        ';', 101,
+        'a', 225,
+        'b', 177,
+        'c', 212,
+        'd', 219,
+        'e', 240,
+        'f', 220,
+        'i', 202,
+        'q', 235,
+        's', 172,
+        't', 165,
+        'u', 203,
+        'w', 211,
+      );
+      if (('\t' <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ') SKIP(99);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('g' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 100:
-      ACCEPT_TOKEN(anon_sym_SEMI);
+      ACCEPT_TOKEN(ts_builtin_sym_end);
       END_STATE();
     case 101:
-      ACCEPT_TOKEN(sym__newline);
+      ACCEPT_TOKEN(anon_sym_SEMI);
       END_STATE();
     case 102:
-      ACCEPT_TOKEN(anon_sym_LT);
+      ACCEPT_TOKEN(sym__newline);
       END_STATE();
     case 103:
       ACCEPT_TOKEN(anon_sym_LT);
-      if (lookahead == '=') ADVANCE(146);
       END_STATE();
     case 104:
-      ACCEPT_TOKEN(anon_sym_GT);
+      ACCEPT_TOKEN(anon_sym_LT);
+      if (lookahead == '=') ADVANCE(148);
       END_STATE();
     case 105:
       ACCEPT_TOKEN(anon_sym_GT);
-      if (lookahead == '=') ADVANCE(147);
       END_STATE();
     case 106:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_GT);
+      if (lookahead == '=') ADVANCE(149);
       END_STATE();
     case 107:
       ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 108:
+      ACCEPT_TOKEN(anon_sym_scenario);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 108:
-      ACCEPT_TOKEN(anon_sym_workload);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 109:
       ACCEPT_TOKEN(anon_sym_workload);
+      END_STATE();
+    case 110:
+      ACCEPT_TOKEN(anon_sym_workload);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 110:
-      ACCEPT_TOKEN(anon_sym_consumers);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 111:
       ACCEPT_TOKEN(anon_sym_consumers);
+      END_STATE();
+    case 112:
+      ACCEPT_TOKEN(anon_sym_consumers);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 112:
-      ACCEPT_TOKEN(anon_sym_COMMA);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_consumer);
-      if (lookahead == 's') ADVANCE(110);
+      ACCEPT_TOKEN(anon_sym_COMMA);
       END_STATE();
     case 114:
       ACCEPT_TOKEN(anon_sym_consumer);
       if (lookahead == 's') ADVANCE(111);
+      END_STATE();
+    case 115:
+      ACCEPT_TOKEN(anon_sym_consumer);
+      if (lookahead == 's') ADVANCE(112);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 115:
-      ACCEPT_TOKEN(anon_sym_table);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 116:
       ACCEPT_TOKEN(anon_sym_table);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
       END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_LPAREN);
+      ACCEPT_TOKEN(anon_sym_table);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 118:
-      ACCEPT_TOKEN(anon_sym_RPAREN);
+      ACCEPT_TOKEN(sym_array_suffix);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_set);
+      ACCEPT_TOKEN(anon_sym_LPAREN);
       END_STATE();
     case 120:
+      ACCEPT_TOKEN(anon_sym_RPAREN);
+      END_STATE();
+    case 121:
+      ACCEPT_TOKEN(anon_sym_set);
+      END_STATE();
+    case 122:
       ACCEPT_TOKEN(anon_sym_set);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 121:
-      ACCEPT_TOKEN(anon_sym_include);
-      END_STATE();
-    case 122:
-      ACCEPT_TOKEN(anon_sym_include);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_fragment);
+      ACCEPT_TOKEN(anon_sym_include);
       END_STATE();
     case 124:
+      ACCEPT_TOKEN(anon_sym_include);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 125:
+      ACCEPT_TOKEN(anon_sym_fragment);
+      END_STATE();
+    case 126:
       ACCEPT_TOKEN(anon_sym_fragment);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 125:
-      ACCEPT_TOKEN(anon_sym_use);
-      END_STATE();
-    case 126:
-      ACCEPT_TOKEN(anon_sym_use);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 127:
-      ACCEPT_TOKEN(anon_sym_under);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 128:
+      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 129:
+      ACCEPT_TOKEN(anon_sym_under);
+      END_STATE();
+    case 130:
       ACCEPT_TOKEN(anon_sym_under);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 129:
-      ACCEPT_TOKEN(anon_sym_load);
-      END_STATE();
-    case 130:
-      ACCEPT_TOKEN(anon_sym_quiet);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 131:
+      ACCEPT_TOKEN(anon_sym_load);
+      END_STATE();
+    case 132:
+      ACCEPT_TOKEN(anon_sym_quiet);
+      END_STATE();
+    case 133:
       ACCEPT_TOKEN(anon_sym_quiet);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 132:
-      ACCEPT_TOKEN(anon_sym_between);
-      END_STATE();
-    case 133:
-      ACCEPT_TOKEN(anon_sym_between);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_and);
+      ACCEPT_TOKEN(anon_sym_between);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_drain);
+      ACCEPT_TOKEN(anon_sym_between);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 136:
+      ACCEPT_TOKEN(anon_sym_and);
+      END_STATE();
+    case 137:
+      ACCEPT_TOKEN(anon_sym_drain);
+      END_STATE();
+    case 138:
       ACCEPT_TOKEN(anon_sym_drain);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 137:
-      ACCEPT_TOKEN(anon_sym_within);
-      END_STATE();
-    case 138:
-      ACCEPT_TOKEN(anon_sym_expect);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 139:
+      ACCEPT_TOKEN(anon_sym_within);
+      END_STATE();
+    case 140:
+      ACCEPT_TOKEN(anon_sym_expect);
+      END_STATE();
+    case 141:
       ACCEPT_TOKEN(anon_sym_expect);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
-    case 140:
+    case 142:
       ACCEPT_TOKEN(anon_sym_assert);
       END_STATE();
-    case 141:
+    case 143:
       ACCEPT_TOKEN(anon_sym_assert);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 142:
-      ACCEPT_TOKEN(anon_sym_empty);
-      END_STATE();
-    case 143:
-      ACCEPT_TOKEN(anon_sym_true);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_EQ);
+      ACCEPT_TOKEN(anon_sym_empty);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_BANG_EQ);
+      ACCEPT_TOKEN(anon_sym_true);
       END_STATE();
     case 146:
-      ACCEPT_TOKEN(anon_sym_LT_EQ);
+      ACCEPT_TOKEN(anon_sym_EQ);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_GT_EQ);
+      ACCEPT_TOKEN(anon_sym_BANG_EQ);
       END_STATE();
     case 148:
-      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
+      ACCEPT_TOKEN(anon_sym_LT_EQ);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(aux_sym_jitter_token1);
+      ACCEPT_TOKEN(anon_sym_GT_EQ);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_PERCENT);
+      ACCEPT_TOKEN(anon_sym_BQUOTE_BQUOTE_BQUOTE);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_SLASH);
+      ACCEPT_TOKEN(aux_sym_jitter_token1);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(sym_unit);
+      ACCEPT_TOKEN(anon_sym_PERCENT);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(sym_unit);
-      if (lookahead == 's') ADVANCE(152);
+      ACCEPT_TOKEN(anon_sym_SLASH);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(sym_number);
-      if (lookahead == '.') ADVANCE(89);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(154);
+      ACCEPT_TOKEN(sym_unit);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(sym_number);
-      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(155);
+      ACCEPT_TOKEN(sym_unit);
+      if (lookahead == 's') ADVANCE(154);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      ACCEPT_TOKEN(sym_number);
+      if (lookahead == '.') ADVANCE(90);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(156);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      ACCEPT_TOKEN(sym_number);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(157);
       END_STATE();
     case 158:
+      ACCEPT_TOKEN(anon_sym_DQUOTE);
+      END_STATE();
+    case 159:
+      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      END_STATE();
+    case 160:
       ACCEPT_TOKEN(sym__string_content);
-      if (lookahead == '#') ADVANCE(160);
+      if (lookahead == '#') ADVANCE(162);
       if (lookahead == '\t' ||
           (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(158);
+          lookahead == ' ') ADVANCE(160);
       if (lookahead != 0 &&
           (lookahead < '\t' || '\r' < lookahead) &&
           lookahead != '"' &&
           lookahead != '#' &&
           lookahead != '\\' &&
-          lookahead != '{') ADVANCE(160);
+          lookahead != '{') ADVANCE(162);
       END_STATE();
-    case 159:
+    case 161:
       ACCEPT_TOKEN(sym__string_content);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(88);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(89);
       END_STATE();
-    case 160:
+    case 162:
       ACCEPT_TOKEN(sym__string_content);
       if (lookahead != 0 &&
           lookahead != '\n' &&
           lookahead != '"' &&
           lookahead != '\\' &&
-          lookahead != '{') ADVANCE(160);
-      END_STATE();
-    case 161:
-      ACCEPT_TOKEN(sym_placeholder);
-      END_STATE();
-    case 162:
-      ACCEPT_TOKEN(sym_escape_sequence);
+          lookahead != '{') ADVANCE(162);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(168);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+      ACCEPT_TOKEN(sym_placeholder);
       END_STATE();
     case 164:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      END_STATE();
+    case 165:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(189);
+      if (lookahead == 'a') ADVANCE(170);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
-    case 165:
+    case 166:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'a') ADVANCE(191);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 166:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(172);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 167:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'a') ADVANCE(219);
+      if (lookahead == 'a') ADVANCE(193);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 168:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'b') ADVANCE(196);
+      if (lookahead == 'a') ADVANCE(174);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 169:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(195);
+      if (lookahead == 'a') ADVANCE(221);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('b' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 170:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(181);
-      if (lookahead == 'e') ADVANCE(228);
+      if (lookahead == 'b') ADVANCE(198);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 171:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'c') ADVANCE(231);
+      if (lookahead == 'c') ADVANCE(197);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 172:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(109);
+      if (lookahead == 'c') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(230);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 173:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(183);
+      if (lookahead == 'c') ADVANCE(233);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 174:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'd') ADVANCE(178);
+      if (lookahead == 'd') ADVANCE(110);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 175:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(227);
+      if (lookahead == 'd') ADVANCE(185);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 176:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(126);
+      if (lookahead == 'd') ADVANCE(180);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(116);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 178:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(122);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 179:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(171);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 180:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(221);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 181:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(205);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 182:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'e') ADVANCE(229);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 178:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(128);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 179:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(117);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(124);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 181:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(173);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 182:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'e') ADVANCE(223);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 183:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(215);
+      if (lookahead == 'e') ADVANCE(207);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 184:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(203);
+      if (lookahead == 'e') ADVANCE(231);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 185:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(216);
+      if (lookahead == 'e') ADVANCE(217);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 186:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(206);
+      if (lookahead == 'e') ADVANCE(205);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 187:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(220);
+      if (lookahead == 'e') ADVANCE(218);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 188:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'e') ADVANCE(184);
+      if (lookahead == 'e') ADVANCE(208);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 189:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'g') ADVANCE(199);
+      if (lookahead == 'e') ADVANCE(222);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 190:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(208);
+      if (lookahead == 'e') ADVANCE(186);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 191:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(202);
+      if (lookahead == 'g') ADVANCE(201);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 192:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'i') ADVANCE(182);
+      if (lookahead == 'i') ADVANCE(210);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 193:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'k') ADVANCE(194);
+      if (lookahead == 'i') ADVANCE(204);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 194:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(211);
+      if (lookahead == 'i') ADVANCE(184);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 195:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(234);
+      if (lookahead == 'k') ADVANCE(196);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 196:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'l') ADVANCE(177);
+      if (lookahead == 'l') ADVANCE(213);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 197:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(185);
+      if (lookahead == 'l') ADVANCE(236);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 198:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'l') ADVANCE(179);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 199:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'm') ADVANCE(187);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 199:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'm') ADVANCE(186);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 200:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(169);
+      if (lookahead == 'm') ADVANCE(189);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 201:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(173);
-      if (lookahead == 's') ADVANCE(176);
+      if (lookahead == 'm') ADVANCE(188);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 202:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(136);
+      if (lookahead == 'n') ADVANCE(171);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 203:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(133);
+      if (lookahead == 'n') ADVANCE(175);
+      if (lookahead == 's') ADVANCE(178);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 204:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(224);
+      if (lookahead == 'n') ADVANCE(138);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 205:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(167);
+      if (lookahead == 'n') ADVANCE(135);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 206:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'n') ADVANCE(232);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 207:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 'n') ADVANCE(226);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 207:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'n') ADVANCE(169);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 208:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(107);
+      if (lookahead == 'n') ADVANCE(234);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 209:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(214);
+      if (lookahead == 'n') ADVANCE(228);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 210:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(204);
+      if (lookahead == 'o') ADVANCE(108);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 211:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(166);
+      if (lookahead == 'o') ADVANCE(216);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 212:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'o') ADVANCE(207);
+      if (lookahead == 'o') ADVANCE(206);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 213:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'p') ADVANCE(179);
+      if (lookahead == 'o') ADVANCE(168);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 214:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(193);
+      if (lookahead == 'o') ADVANCE(209);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 215:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(128);
+      if (lookahead == 'p') ADVANCE(181);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 216:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(114);
+      if (lookahead == 'r') ADVANCE(195);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 217:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(165);
+      if (lookahead == 'r') ADVANCE(130);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 218:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(164);
+      if (lookahead == 'r') ADVANCE(115);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 219:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(190);
+      if (lookahead == 'r') ADVANCE(167);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 220:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(222);
+      if (lookahead == 'r') ADVANCE(166);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 221:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'r') ADVANCE(230);
+      if (lookahead == 'r') ADVANCE(192);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 222:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(111);
+      if (lookahead == 'r') ADVANCE(224);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 223:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(225);
+      if (lookahead == 'r') ADVANCE(232);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 224:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(235);
+      if (lookahead == 's') ADVANCE(112);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 225:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(180);
+      if (lookahead == 's') ADVANCE(227);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 226:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 's') ADVANCE(236);
+      if (lookahead == 's') ADVANCE(237);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 227:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(237);
+      if (lookahead == 's') ADVANCE(182);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 228:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(120);
+      if (lookahead == 's') ADVANCE(238);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 229:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(131);
+      if (lookahead == 't') ADVANCE(239);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 230:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(122);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 231:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(133);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 232:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 't') ADVANCE(143);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 233:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == 't') ADVANCE(141);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 231:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(139);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 232:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 't') ADVANCE(124);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
-      END_STATE();
-    case 233:
-      ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(192);
-      if (lookahead == '-' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 234:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(174);
+      if (lookahead == 't') ADVANCE(126);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 235:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(197);
+      if (lookahead == 'u') ADVANCE(194);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 236:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'u') ADVANCE(198);
+      if (lookahead == 'u') ADVANCE(176);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 237:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'w') ADVANCE(188);
+      if (lookahead == 'u') ADVANCE(199);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 238:
       ACCEPT_TOKEN(sym_identifier);
-      if (lookahead == 'x') ADVANCE(213);
+      if (lookahead == 'u') ADVANCE(200);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
     case 239:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'w') ADVANCE(190);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 240:
+      ACCEPT_TOKEN(sym_identifier);
+      if (lookahead == 'x') ADVANCE(215);
+      if (lookahead == '-' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
+      END_STATE();
+    case 241:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == '.' ||
           lookahead == '/' ||
           lookahead == '{' ||
-          lookahead == '}') ADVANCE(241);
+          lookahead == '}') ADVANCE(243);
       if (('-' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(239);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(241);
       END_STATE();
-    case 240:
+    case 242:
       ACCEPT_TOKEN(sym_identifier);
       if (lookahead == '-' ||
           ('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(240);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(242);
       END_STATE();
-    case 241:
+    case 243:
       ACCEPT_TOKEN(sym_template);
       if (('-' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
           ('a' <= lookahead && lookahead <= '{') ||
-          lookahead == '}') ADVANCE(241);
+          lookahead == '}') ADVANCE(243);
       END_STATE();
-    case 242:
+    case 244:
       ACCEPT_TOKEN(sym_comment);
       if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(242);
+          lookahead != '\n') ADVANCE(244);
       END_STATE();
     default:
       return false;
@@ -2547,59 +2564,59 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
 
 static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [0] = {.lex_state = 0, .external_lex_state = 1},
-  [1] = {.lex_state = 98},
-  [2] = {.lex_state = 98},
-  [3] = {.lex_state = 98},
+  [1] = {.lex_state = 99},
+  [2] = {.lex_state = 99},
+  [3] = {.lex_state = 99},
   [4] = {.lex_state = 1},
   [5] = {.lex_state = 1},
   [6] = {.lex_state = 1},
-  [7] = {.lex_state = 98},
-  [8] = {.lex_state = 94},
-  [9] = {.lex_state = 94},
-  [10] = {.lex_state = 1},
-  [11] = {.lex_state = 94},
-  [12] = {.lex_state = 94},
-  [13] = {.lex_state = 94},
-  [14] = {.lex_state = 94},
-  [15] = {.lex_state = 94},
-  [16] = {.lex_state = 94},
-  [17] = {.lex_state = 93},
-  [18] = {.lex_state = 94},
-  [19] = {.lex_state = 0},
-  [20] = {.lex_state = 94},
-  [21] = {.lex_state = 94},
-  [22] = {.lex_state = 94},
-  [23] = {.lex_state = 94},
-  [24] = {.lex_state = 94},
-  [25] = {.lex_state = 94},
-  [26] = {.lex_state = 94},
-  [27] = {.lex_state = 94},
-  [28] = {.lex_state = 94},
-  [29] = {.lex_state = 94},
-  [30] = {.lex_state = 94},
-  [31] = {.lex_state = 97},
-  [32] = {.lex_state = 0},
-  [33] = {.lex_state = 97},
-  [34] = {.lex_state = 97},
-  [35] = {.lex_state = 97},
-  [36] = {.lex_state = 0},
-  [37] = {.lex_state = 94},
-  [38] = {.lex_state = 94},
+  [7] = {.lex_state = 99},
+  [8] = {.lex_state = 95},
+  [9] = {.lex_state = 95},
+  [10] = {.lex_state = 95},
+  [11] = {.lex_state = 1},
+  [12] = {.lex_state = 95},
+  [13] = {.lex_state = 95},
+  [14] = {.lex_state = 95},
+  [15] = {.lex_state = 95},
+  [16] = {.lex_state = 95},
+  [17] = {.lex_state = 94},
+  [18] = {.lex_state = 95},
+  [19] = {.lex_state = 95},
+  [20] = {.lex_state = 95},
+  [21] = {.lex_state = 95},
+  [22] = {.lex_state = 0},
+  [23] = {.lex_state = 95},
+  [24] = {.lex_state = 95},
+  [25] = {.lex_state = 95},
+  [26] = {.lex_state = 95},
+  [27] = {.lex_state = 95},
+  [28] = {.lex_state = 95},
+  [29] = {.lex_state = 95},
+  [30] = {.lex_state = 95},
+  [31] = {.lex_state = 98},
+  [32] = {.lex_state = 98},
+  [33] = {.lex_state = 95},
+  [34] = {.lex_state = 0},
+  [35] = {.lex_state = 98},
+  [36] = {.lex_state = 98},
+  [37] = {.lex_state = 95},
+  [38] = {.lex_state = 0},
   [39] = {.lex_state = 0},
-  [40] = {.lex_state = 0},
-  [41] = {.lex_state = 0},
+  [40] = {.lex_state = 98},
+  [41] = {.lex_state = 95},
   [42] = {.lex_state = 0},
-  [43] = {.lex_state = 97},
-  [44] = {.lex_state = 97},
-  [45] = {.lex_state = 2},
-  [46] = {.lex_state = 2},
+  [43] = {.lex_state = 95},
+  [44] = {.lex_state = 0},
+  [45] = {.lex_state = 95},
+  [46] = {.lex_state = 98},
   [47] = {.lex_state = 0},
   [48] = {.lex_state = 2},
-  [49] = {.lex_state = 94},
-  [50] = {.lex_state = 94},
-  [51] = {.lex_state = 94},
+  [49] = {.lex_state = 0},
+  [50] = {.lex_state = 2},
+  [51] = {.lex_state = 2},
   [52] = {.lex_state = 2},
-  [53] = {.lex_state = 93},
+  [53] = {.lex_state = 94},
   [54] = {.lex_state = 2},
   [55] = {.lex_state = 2},
   [56] = {.lex_state = 2},
@@ -2630,7 +2647,7 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [81] = {.lex_state = 0},
   [82] = {.lex_state = 0},
   [83] = {.lex_state = 0},
-  [84] = {.lex_state = 94},
+  [84] = {.lex_state = 95},
   [85] = {.lex_state = 0},
   [86] = {.lex_state = 0},
   [87] = {.lex_state = 0},
@@ -2648,14 +2665,14 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [99] = {.lex_state = 0},
   [100] = {.lex_state = 0},
   [101] = {.lex_state = 0},
-  [102] = {.lex_state = 94},
+  [102] = {.lex_state = 95},
   [103] = {.lex_state = 0},
   [104] = {.lex_state = 0},
   [105] = {.lex_state = 0},
   [106] = {.lex_state = 0},
   [107] = {.lex_state = 0},
   [108] = {.lex_state = 0, .external_lex_state = 2},
-  [109] = {.lex_state = 94},
+  [109] = {.lex_state = 95},
   [110] = {.lex_state = 0},
   [111] = {.lex_state = 0},
   [112] = {.lex_state = 0},
@@ -2666,36 +2683,36 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [117] = {.lex_state = 0},
   [118] = {.lex_state = 0},
   [119] = {.lex_state = 0},
-  [120] = {.lex_state = 94},
+  [120] = {.lex_state = 95},
   [121] = {.lex_state = 0},
   [122] = {.lex_state = 0},
   [123] = {.lex_state = 0},
   [124] = {.lex_state = 0, .external_lex_state = 3},
   [125] = {.lex_state = 0},
-  [126] = {.lex_state = 94},
-  [127] = {.lex_state = 94},
-  [128] = {.lex_state = 94},
-  [129] = {.lex_state = 94},
-  [130] = {.lex_state = 98},
-  [131] = {.lex_state = 94},
+  [126] = {.lex_state = 95},
+  [127] = {.lex_state = 95},
+  [128] = {.lex_state = 95},
+  [129] = {.lex_state = 95},
+  [130] = {.lex_state = 99},
+  [131] = {.lex_state = 95},
   [132] = {.lex_state = 0},
-  [133] = {.lex_state = 98},
-  [134] = {.lex_state = 94},
-  [135] = {.lex_state = 94},
+  [133] = {.lex_state = 99},
+  [134] = {.lex_state = 95},
+  [135] = {.lex_state = 95},
   [136] = {.lex_state = 0},
   [137] = {.lex_state = 0},
   [138] = {.lex_state = 0},
-  [139] = {.lex_state = 93},
+  [139] = {.lex_state = 94},
   [140] = {.lex_state = 0},
   [141] = {.lex_state = 0},
-  [142] = {.lex_state = 93},
+  [142] = {.lex_state = 94},
   [143] = {.lex_state = 0},
   [144] = {.lex_state = 0},
   [145] = {.lex_state = 0},
-  [146] = {.lex_state = 94},
+  [146] = {.lex_state = 95},
   [147] = {.lex_state = 0},
-  [148] = {.lex_state = 93},
-  [149] = {.lex_state = 94},
+  [148] = {.lex_state = 94},
+  [149] = {.lex_state = 95},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -2711,6 +2728,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_COMMA] = ACTIONS(1),
     [anon_sym_consumer] = ACTIONS(1),
     [anon_sym_table] = ACTIONS(1),
+    [sym_array_suffix] = ACTIONS(1),
     [anon_sym_LPAREN] = ACTIONS(1),
     [anon_sym_RPAREN] = ACTIONS(1),
     [anon_sym_set] = ACTIONS(1),
@@ -3109,7 +3127,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     STATE(86), 1,
       sym_block,
@@ -3138,7 +3156,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     STATE(69), 1,
       sym_block,
@@ -3150,7 +3168,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(11), 7,
+    STATE(10), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3158,14 +3176,40 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [486] = 3,
+  [486] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(174), 1,
+      sym_number,
+    ACTIONS(177), 1,
+      anon_sym_DQUOTE,
+    STATE(23), 1,
+      sym_duration,
+    ACTIONS(171), 2,
+      anon_sym_COMMA,
+      sym_identifier,
+    ACTIONS(169), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+    STATE(10), 7,
+      sym__argument,
+      sym__value,
+      sym_jitter,
+      sym_percent,
+      sym_rate,
+      sym_string,
+      aux_sym_workload_repeat1,
+  [519] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(109), 3,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    ACTIONS(169), 14,
+    ACTIONS(180), 14,
       anon_sym_scenario,
       anon_sym_workload,
       anon_sym_consumers,
@@ -3180,32 +3224,6 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_expect,
       anon_sym_assert,
       sym_identifier,
-  [511] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(176), 1,
-      sym_number,
-    ACTIONS(179), 1,
-      anon_sym_DQUOTE,
-    STATE(24), 1,
-      sym_duration,
-    ACTIONS(173), 2,
-      anon_sym_COMMA,
-      sym_identifier,
-    ACTIONS(171), 5,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-    STATE(11), 7,
-      sym__argument,
-      sym__value,
-      sym_jitter,
-      sym_percent,
-      sym_rate,
-      sym_string,
-      aux_sym_workload_repeat1,
   [544] = 7,
     ACTIONS(3), 1,
       sym_comment,
@@ -3213,7 +3231,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(167), 2,
       anon_sym_COMMA,
@@ -3223,7 +3241,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(11), 7,
+    STATE(10), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3238,7 +3256,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(186), 2,
       anon_sym_COMMA,
@@ -3248,7 +3266,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(14), 7,
+    STATE(15), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3263,7 +3281,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(167), 2,
       anon_sym_COMMA,
@@ -3273,7 +3291,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(11), 7,
+    STATE(10), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3288,7 +3306,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(167), 2,
       anon_sym_COMMA,
@@ -3298,7 +3316,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-    STATE(11), 7,
+    STATE(10), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3313,7 +3331,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(192), 2,
       anon_sym_COMMA,
@@ -3353,12 +3371,12 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
-    STATE(24), 1,
+    STATE(23), 1,
       sym_duration,
     ACTIONS(204), 2,
       anon_sym_COMMA,
       sym_identifier,
-    STATE(15), 7,
+    STATE(14), 7,
       sym__argument,
       sym__value,
       sym_jitter,
@@ -3366,90 +3384,91 @@ static const uint16_t ts_small_parse_table[] = {
       sym_rate,
       sym_string,
       aux_sym_workload_repeat1,
-  [750] = 6,
+  [750] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(208), 1,
+      anon_sym_GT,
+    ACTIONS(212), 1,
+      anon_sym_LPAREN,
+    STATE(72), 1,
+      sym_table_line,
+    ACTIONS(206), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(210), 2,
+      sym_array_suffix,
+      sym_identifier,
+    STATE(20), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(33), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [779] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(212), 1,
+      anon_sym_LPAREN,
+    ACTIONS(216), 1,
+      anon_sym_GT,
+    STATE(105), 1,
+      sym_table_line,
+    ACTIONS(210), 2,
+      sym_array_suffix,
+      sym_identifier,
+    ACTIONS(214), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(21), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(33), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [808] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(221), 1,
+      anon_sym_GT,
+    ACTIONS(226), 1,
+      anon_sym_LPAREN,
+    STATE(113), 1,
+      sym_table_line,
+    ACTIONS(218), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(223), 2,
+      sym_array_suffix,
+      sym_identifier,
+    STATE(21), 2,
+      sym__separator,
+      aux_sym_table_body_repeat1,
+    STATE(33), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+  [837] = 6,
     ACTIONS(3), 1,
       sym_comment,
     STATE(29), 1,
       sym_comparison_operator,
     STATE(82), 1,
       sym_expected,
-    ACTIONS(206), 2,
+    ACTIONS(229), 2,
       anon_sym_LT,
       anon_sym_GT,
-    ACTIONS(208), 2,
+    ACTIONS(231), 2,
       anon_sym_empty,
       anon_sym_true,
-    ACTIONS(210), 4,
+    ACTIONS(233), 4,
       anon_sym_EQ,
       anon_sym_BANG_EQ,
       anon_sym_LT_EQ,
       anon_sym_GT_EQ,
-  [774] = 2,
+  [861] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(212), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      aux_sym_jitter_token1,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [790] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(216), 1,
-      anon_sym_GT,
-    ACTIONS(218), 1,
-      anon_sym_LPAREN,
-    ACTIONS(220), 1,
-      sym_identifier,
-    STATE(72), 1,
-      sym_table_line,
-    ACTIONS(214), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(28), 2,
-      sym__separator,
-      aux_sym_table_body_repeat1,
-    STATE(37), 2,
-      sym_table_arguments,
-      aux_sym_table_line_repeat1,
-  [818] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(222), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [834] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(224), 10,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_LT,
-      anon_sym_GT,
-      anon_sym_COMMA,
-      anon_sym_BQUOTE_BQUOTE_BQUOTE,
-      sym_number,
-      anon_sym_DQUOTE,
-      sym_identifier,
-  [850] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(226), 1,
+    ACTIONS(235), 1,
       aux_sym_jitter_token1,
     ACTIONS(194), 9,
       ts_builtin_sym_end,
@@ -3461,10 +3480,10 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [868] = 2,
+  [879] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(228), 10,
+    ACTIONS(237), 10,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3475,10 +3494,10 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [884] = 2,
+  [895] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(230), 10,
+    ACTIONS(239), 10,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3489,47 +3508,49 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [900] = 8,
+  [911] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(235), 1,
-      anon_sym_GT,
-    ACTIONS(237), 1,
-      anon_sym_LPAREN,
-    ACTIONS(240), 1,
-      sym_identifier,
-    STATE(113), 1,
-      sym_table_line,
-    ACTIONS(232), 2,
+    ACTIONS(241), 10,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-    STATE(27), 2,
-      sym__separator,
-      aux_sym_table_body_repeat1,
-    STATE(37), 2,
-      sym_table_arguments,
-      aux_sym_table_line_repeat1,
-  [928] = 8,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [927] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(218), 1,
-      anon_sym_LPAREN,
-    ACTIONS(220), 1,
-      sym_identifier,
-    ACTIONS(245), 1,
-      anon_sym_GT,
-    STATE(105), 1,
-      sym_table_line,
-    ACTIONS(243), 2,
+    ACTIONS(243), 10,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-    STATE(27), 2,
-      sym__separator,
-      aux_sym_table_body_repeat1,
-    STATE(37), 2,
-      sym_table_arguments,
-      aux_sym_table_line_repeat1,
-  [956] = 6,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      anon_sym_BQUOTE_BQUOTE_BQUOTE,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [943] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(245), 10,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_COMMA,
+      aux_sym_jitter_token1,
+      sym_number,
+      anon_sym_DQUOTE,
+      sym_identifier,
+  [959] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(163), 1,
@@ -3546,7 +3567,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_percent,
       sym_rate,
       sym_string,
-  [979] = 2,
+  [982] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(251), 9,
@@ -3559,26 +3580,54 @@ static const uint16_t ts_small_parse_table[] = {
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [994] = 6,
+  [997] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(255), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(257), 1,
       sym_identifier,
-    ACTIONS(259), 1,
-      sym_template,
-    STATE(33), 2,
-      sym_string,
-      aux_sym_consumer_declaration_repeat1,
-    ACTIONS(253), 3,
+    ACTIONS(253), 7,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [1016] = 2,
+      anon_sym_LT,
+      anon_sym_GT,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1013] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(212), 8,
+    ACTIONS(259), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(262), 1,
+      sym_identifier,
+    ACTIONS(265), 1,
+      sym_template,
+    STATE(32), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(257), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [1035] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(212), 1,
+      anon_sym_LPAREN,
+    ACTIONS(270), 2,
+      sym_array_suffix,
+      sym_identifier,
+    STATE(37), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+    ACTIONS(268), 3,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1055] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(245), 8,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
@@ -3587,52 +3636,54 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_and,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
       aux_sym_jitter_token1,
-  [1030] = 6,
+  [1069] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(263), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(266), 1,
-      sym_identifier,
-    ACTIONS(269), 1,
-      sym_template,
-    STATE(33), 2,
-      sym_string,
-      aux_sym_consumer_declaration_repeat1,
-    ACTIONS(261), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [1052] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(255), 1,
-      anon_sym_DQUOTE,
     ACTIONS(274), 1,
-      sym_identifier,
+      anon_sym_DQUOTE,
     ACTIONS(276), 1,
+      sym_identifier,
+    ACTIONS(278), 1,
       sym_template,
-    STATE(31), 2,
+    STATE(36), 2,
       sym_string,
       aux_sym_consumer_declaration_repeat1,
     ACTIONS(272), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [1074] = 3,
+  [1091] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(280), 1,
+    ACTIONS(274), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(282), 1,
       sym_identifier,
-    ACTIONS(278), 7,
+    ACTIONS(284), 1,
+      sym_template,
+    STATE(32), 2,
+      sym_string,
+      aux_sym_consumer_declaration_repeat1,
+    ACTIONS(280), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-      anon_sym_LT,
+  [1113] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(291), 1,
+      anon_sym_LPAREN,
+    ACTIONS(288), 2,
+      sym_array_suffix,
+      sym_identifier,
+    STATE(37), 2,
+      sym_table_arguments,
+      aux_sym_table_line_repeat1,
+    ACTIONS(286), 3,
+      anon_sym_SEMI,
+      sym__newline,
       anon_sym_GT,
-      anon_sym_DQUOTE,
-      sym_template,
-  [1090] = 2,
+  [1133] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(251), 7,
@@ -3643,35 +3694,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_GT,
       anon_sym_and,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1103] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(218), 1,
-      anon_sym_LPAREN,
-    ACTIONS(284), 1,
-      sym_identifier,
-    STATE(38), 2,
-      sym_table_arguments,
-      aux_sym_table_line_repeat1,
-    ACTIONS(282), 3,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1122] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(288), 1,
-      anon_sym_LPAREN,
-    ACTIONS(291), 1,
-      sym_identifier,
-    STATE(38), 2,
-      sym_table_arguments,
-      aux_sym_table_line_repeat1,
-    ACTIONS(286), 3,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1141] = 3,
+  [1146] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(296), 1,
@@ -3683,138 +3706,141 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_LT,
       anon_sym_GT,
       anon_sym_and,
-  [1156] = 4,
+  [1161] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(300), 1,
+    ACTIONS(298), 1,
+      sym_identifier,
+    ACTIONS(241), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1175] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(300), 6,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      sym_array_suffix,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1187] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(304), 1,
       anon_sym_COMMA,
-    STATE(40), 1,
+    STATE(44), 1,
       aux_sym_consumers_repeat1,
-    ACTIONS(298), 4,
+    ACTIONS(302), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1172] = 4,
+  [1203] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(305), 1,
+    ACTIONS(221), 6,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      sym_array_suffix,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1215] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(308), 1,
+      anon_sym_COMMA,
+    STATE(44), 1,
+      aux_sym_consumers_repeat1,
+    ACTIONS(306), 4,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+  [1231] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(311), 6,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      sym_array_suffix,
+      anon_sym_LPAREN,
+      sym_identifier,
+  [1243] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(313), 1,
+      sym_identifier,
+    ACTIONS(243), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_template,
+  [1257] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(304), 1,
       anon_sym_COMMA,
     STATE(42), 1,
       aux_sym_consumers_repeat1,
-    ACTIONS(303), 4,
+    ACTIONS(315), 4,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1188] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(305), 1,
-      anon_sym_COMMA,
-    STATE(40), 1,
-      aux_sym_consumers_repeat1,
-    ACTIONS(307), 4,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-  [1204] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(309), 1,
-      sym_identifier,
-    ACTIONS(230), 5,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_DQUOTE,
-      sym_template,
-  [1218] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(311), 1,
-      sym_identifier,
-    ACTIONS(224), 5,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_DQUOTE,
-      sym_template,
-  [1232] = 5,
-    ACTIONS(313), 1,
+  [1273] = 5,
+    ACTIONS(317), 1,
       anon_sym_DQUOTE2,
-    ACTIONS(315), 1,
+    ACTIONS(319), 1,
       sym__string_content,
-    ACTIONS(321), 1,
+    ACTIONS(323), 1,
       sym_comment,
-    STATE(45), 1,
+    STATE(50), 1,
       aux_sym_string_repeat1,
-    ACTIONS(318), 2,
+    ACTIONS(321), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1249] = 5,
-    ACTIONS(321), 1,
+  [1290] = 2,
+    ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(306), 5,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+      anon_sym_GT,
+      anon_sym_COMMA,
+  [1301] = 5,
     ACTIONS(323), 1,
-      anon_sym_DQUOTE2,
+      sym_comment,
     ACTIONS(325), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(327), 1,
+      sym__string_content,
+    STATE(50), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(330), 2,
+      sym_placeholder,
+      sym_escape_sequence,
+  [1318] = 5,
+    ACTIONS(323), 1,
+      sym_comment,
+    ACTIONS(333), 1,
+      anon_sym_DQUOTE2,
+    ACTIONS(335), 1,
       sym__string_content,
     STATE(48), 1,
       aux_sym_string_repeat1,
-    ACTIONS(327), 2,
+    ACTIONS(337), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1266] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(298), 5,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-      anon_sym_COMMA,
-  [1277] = 5,
-    ACTIONS(321), 1,
-      sym_comment,
-    ACTIONS(329), 1,
-      anon_sym_DQUOTE2,
-    ACTIONS(331), 1,
-      sym__string_content,
-    STATE(45), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(333), 2,
-      sym_placeholder,
-      sym_escape_sequence,
-  [1294] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(335), 5,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-      anon_sym_LPAREN,
-      sym_identifier,
-  [1305] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(235), 5,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-      anon_sym_LPAREN,
-      sym_identifier,
-  [1316] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(337), 5,
-      anon_sym_SEMI,
-      sym__newline,
-      anon_sym_GT,
-      anon_sym_LPAREN,
-      sym_identifier,
-  [1327] = 5,
-    ACTIONS(321), 1,
+  [1335] = 5,
+    ACTIONS(323), 1,
       sym_comment,
     ACTIONS(339), 1,
       anon_sym_DQUOTE2,
@@ -3825,7 +3851,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(343), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1344] = 5,
+  [1352] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(196), 1,
@@ -3837,20 +3863,20 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(194), 2,
       sym__newline,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1361] = 5,
-    ACTIONS(321), 1,
-      sym_comment,
-    ACTIONS(331), 1,
+  [1369] = 5,
+    ACTIONS(319), 1,
       sym__string_content,
+    ACTIONS(323), 1,
+      sym_comment,
     ACTIONS(347), 1,
       anon_sym_DQUOTE2,
-    STATE(45), 1,
+    STATE(50), 1,
       aux_sym_string_repeat1,
-    ACTIONS(333), 2,
+    ACTIONS(321), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1378] = 5,
-    ACTIONS(321), 1,
+  [1386] = 5,
+    ACTIONS(323), 1,
       sym_comment,
     ACTIONS(349), 1,
       anon_sym_DQUOTE2,
@@ -3861,29 +3887,29 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(353), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1395] = 5,
-    ACTIONS(321), 1,
-      sym_comment,
-    ACTIONS(331), 1,
+  [1403] = 5,
+    ACTIONS(319), 1,
       sym__string_content,
+    ACTIONS(323), 1,
+      sym_comment,
     ACTIONS(355), 1,
       anon_sym_DQUOTE2,
-    STATE(45), 1,
+    STATE(50), 1,
       aux_sym_string_repeat1,
-    ACTIONS(333), 2,
+    ACTIONS(321), 2,
       sym_placeholder,
       sym_escape_sequence,
-  [1412] = 4,
+  [1420] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(104), 1,
       anon_sym_GT,
-    STATE(10), 1,
+    STATE(11), 1,
       sym__separator,
     ACTIONS(357), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1426] = 5,
+  [1434] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -3894,7 +3920,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(76), 1,
       sym_block,
-  [1442] = 5,
+  [1450] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -3905,7 +3931,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_block,
     STATE(78), 1,
       aux_sym_table_declaration_repeat1,
-  [1458] = 2,
+  [1466] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(363), 4,
@@ -3913,7 +3939,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1468] = 5,
+  [1476] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -3924,7 +3950,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(79), 1,
       sym_block,
-  [1484] = 4,
+  [1492] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
@@ -3934,7 +3960,7 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(81), 2,
       sym__duration,
       sym_jitter,
-  [1498] = 2,
+  [1506] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(367), 4,
@@ -3942,7 +3968,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1508] = 5,
+  [1516] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(369), 1,
@@ -3953,7 +3979,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(119), 1,
       sym_table_body,
-  [1524] = 2,
+  [1532] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(373), 4,
@@ -3961,7 +3987,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1534] = 2,
+  [1542] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(375), 4,
@@ -3969,7 +3995,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1544] = 5,
+  [1552] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -3980,7 +4006,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(87), 1,
       sym_block,
-  [1560] = 2,
+  [1568] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(379), 4,
@@ -3988,7 +4014,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1570] = 2,
+  [1578] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(381), 4,
@@ -3996,7 +4022,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1580] = 4,
+  [1588] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
@@ -4006,7 +4032,7 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(59), 2,
       sym__duration,
       sym_jitter,
-  [1594] = 5,
+  [1602] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -4017,17 +4043,17 @@ static const uint16_t ts_small_parse_table[] = {
       sym_block,
     STATE(61), 1,
       aux_sym_table_declaration_repeat1,
-  [1610] = 4,
+  [1618] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(245), 1,
+    ACTIONS(216), 1,
       anon_sym_GT,
-    STATE(50), 1,
+    STATE(43), 1,
       sym__separator,
     ACTIONS(385), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1624] = 4,
+  [1632] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
@@ -4037,7 +4063,7 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(63), 2,
       sym__duration,
       sym_jitter,
-  [1638] = 4,
+  [1646] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
@@ -4047,7 +4073,7 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(71), 2,
       sym__duration,
       sym_jitter,
-  [1652] = 4,
+  [1660] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(387), 1,
@@ -4057,7 +4083,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(390), 2,
       anon_sym_LT,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [1666] = 2,
+  [1674] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(392), 4,
@@ -4065,7 +4091,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1676] = 2,
+  [1684] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(394), 4,
@@ -4073,7 +4099,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1686] = 5,
+  [1694] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -4084,7 +4110,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(89), 1,
       sym_block,
-  [1702] = 2,
+  [1710] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(396), 4,
@@ -4092,7 +4118,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1712] = 4,
+  [1720] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
@@ -4102,7 +4128,7 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(141), 2,
       sym__duration,
       sym_jitter,
-  [1726] = 5,
+  [1734] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -4113,7 +4139,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_block,
     STATE(91), 1,
       aux_sym_table_declaration_repeat1,
-  [1742] = 5,
+  [1750] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(400), 1,
@@ -4124,7 +4150,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_sql_block,
     STATE(93), 1,
       aux_sym_table_declaration_repeat1,
-  [1758] = 2,
+  [1766] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(404), 4,
@@ -4132,7 +4158,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1768] = 4,
+  [1776] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(163), 1,
@@ -4142,17 +4168,17 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(103), 2,
       sym__name,
       sym_string,
-  [1782] = 4,
+  [1790] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(408), 1,
       anon_sym_GT,
-    STATE(10), 1,
+    STATE(11), 1,
       sym__separator,
     ACTIONS(357), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1796] = 2,
+  [1804] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(410), 4,
@@ -4160,7 +4186,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1806] = 2,
+  [1814] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(412), 4,
@@ -4168,7 +4194,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1816] = 4,
+  [1824] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(414), 1,
@@ -4178,7 +4204,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(416), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1830] = 2,
+  [1838] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(418), 4,
@@ -4186,7 +4212,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1840] = 2,
+  [1848] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(420), 4,
@@ -4194,7 +4220,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1850] = 5,
+  [1858] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -4205,7 +4231,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(95), 1,
       sym_block,
-  [1866] = 2,
+  [1874] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(422), 4,
@@ -4213,7 +4239,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1876] = 5,
+  [1884] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(359), 1,
@@ -4224,7 +4250,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(97), 1,
       sym_sql_block,
-  [1892] = 2,
+  [1900] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(424), 4,
@@ -4232,7 +4258,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1902] = 2,
+  [1910] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(426), 4,
@@ -4240,7 +4266,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1912] = 2,
+  [1920] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(428), 4,
@@ -4248,7 +4274,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1922] = 2,
+  [1930] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(430), 4,
@@ -4256,7 +4282,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1932] = 4,
+  [1940] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(41), 1,
@@ -4266,7 +4292,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(416), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1946] = 2,
+  [1954] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(432), 4,
@@ -4274,7 +4300,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1956] = 2,
+  [1964] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(434), 4,
@@ -4282,7 +4308,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1966] = 2,
+  [1974] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(436), 4,
@@ -4290,15 +4316,15 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1976] = 2,
+  [1984] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(278), 4,
+    ACTIONS(253), 4,
       anon_sym_COMMA,
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [1986] = 2,
+  [1994] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(438), 4,
@@ -4306,7 +4332,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_SEMI,
       sym__newline,
       anon_sym_GT,
-  [1996] = 5,
+  [2004] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(359), 1,
@@ -4317,17 +4343,17 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_table_declaration_repeat1,
     STATE(116), 1,
       sym_table_body,
-  [2012] = 4,
+  [2020] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(440), 1,
       anon_sym_GT,
-    STATE(50), 1,
+    STATE(43), 1,
       sym__separator,
     ACTIONS(385), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2026] = 3,
+  [2034] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(296), 1,
@@ -4335,14 +4361,14 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(194), 2,
       sym__newline,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2037] = 2,
+  [2045] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(442), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2046] = 4,
+  [2054] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(444), 1,
@@ -4351,22 +4377,22 @@ static const uint16_t ts_small_parse_table[] = {
       sym_fence_language,
     ACTIONS(448), 1,
       sym_sql,
-  [2059] = 2,
+  [2067] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(450), 3,
       sym_number,
       anon_sym_DQUOTE,
       sym_identifier,
-  [2068] = 3,
+  [2076] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(10), 1,
+    STATE(11), 1,
       sym__separator,
     ACTIONS(357), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2079] = 4,
+  [2087] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(452), 1,
@@ -4375,22 +4401,22 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_RPAREN,
     STATE(114), 1,
       aux_sym_table_arguments_repeat1,
-  [2092] = 2,
+  [2100] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(456), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2101] = 3,
+  [2109] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(50), 1,
+    STATE(43), 1,
       sym__separator,
     ACTIONS(385), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2112] = 4,
+  [2120] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(458), 1,
@@ -4399,7 +4425,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_RPAREN,
     STATE(114), 1,
       aux_sym_table_arguments_repeat1,
-  [2125] = 3,
+  [2133] = 3,
     ACTIONS(3), 1,
       sym_comment,
     STATE(7), 1,
@@ -4407,14 +4433,14 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(416), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2136] = 2,
+  [2144] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(463), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2145] = 4,
+  [2153] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(452), 1,
@@ -4423,191 +4449,191 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_RPAREN,
     STATE(111), 1,
       aux_sym_table_arguments_repeat1,
-  [2158] = 2,
+  [2166] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(467), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2167] = 2,
+  [2175] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(469), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2176] = 3,
+  [2184] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(406), 1,
       sym_identifier,
     STATE(68), 1,
       sym__name,
-  [2186] = 2,
+  [2194] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(471), 2,
       sym__newline,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2194] = 3,
+  [2202] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(365), 1,
       sym_number,
-    STATE(36), 1,
+    STATE(38), 1,
       sym_duration,
-  [2204] = 2,
+  [2212] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(473), 2,
       sym__newline,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2212] = 3,
+  [2220] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(475), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
     ACTIONS(477), 1,
       sym_sql,
-  [2222] = 2,
+  [2230] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(461), 2,
       anon_sym_COMMA,
       anon_sym_RPAREN,
-  [2230] = 3,
+  [2238] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(406), 1,
       sym_identifier,
     STATE(67), 1,
       sym__name,
-  [2240] = 2,
+  [2248] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(479), 2,
       sym_number,
       sym_identifier,
-  [2248] = 3,
+  [2256] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(406), 1,
       sym_identifier,
     STATE(64), 1,
       sym__name,
-  [2258] = 3,
+  [2266] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(481), 1,
       sym_identifier,
     STATE(18), 1,
       sym__name,
-  [2268] = 3,
+  [2276] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(483), 1,
       anon_sym_DQUOTE,
     STATE(138), 1,
       sym_string,
-  [2278] = 3,
+  [2286] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(406), 1,
       sym_identifier,
-    STATE(34), 1,
+    STATE(35), 1,
       sym__name,
-  [2288] = 3,
+  [2296] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(485), 1,
       sym_number,
     STATE(30), 1,
       sym_duration,
-  [2298] = 3,
+  [2306] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(163), 1,
       anon_sym_DQUOTE,
     STATE(65), 1,
       sym_string,
-  [2308] = 2,
+  [2316] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(487), 2,
       sym_number,
       sym_identifier,
-  [2316] = 2,
+  [2324] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(489), 1,
       sym_identifier,
-  [2323] = 2,
+  [2331] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(491), 1,
       anon_sym_within,
-  [2330] = 2,
+  [2338] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(493), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2337] = 2,
+  [2345] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(495), 1,
       anon_sym_expect,
-  [2344] = 2,
+  [2352] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(345), 1,
       sym_unit,
-  [2351] = 2,
+  [2359] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(497), 1,
       anon_sym_BQUOTE_BQUOTE_BQUOTE,
-  [2358] = 2,
+  [2366] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(499), 1,
       anon_sym_and,
-  [2365] = 2,
+  [2373] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(501), 1,
       sym_unit,
-  [2372] = 2,
+  [2380] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(230), 1,
+    ACTIONS(243), 1,
       anon_sym_expect,
-  [2379] = 2,
+  [2387] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(503), 1,
       ts_builtin_sym_end,
-  [2386] = 2,
+  [2394] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(224), 1,
+    ACTIONS(241), 1,
       anon_sym_expect,
-  [2393] = 2,
+  [2401] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(505), 1,
       sym_identifier,
-  [2400] = 2,
+  [2408] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(507), 1,
       anon_sym_load,
-  [2407] = 2,
+  [2415] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(200), 1,
       sym_unit,
-  [2414] = 2,
+  [2422] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(509), 1,
@@ -4624,7 +4650,7 @@ static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(8)] = 410,
   [SMALL_STATE(9)] = 448,
   [SMALL_STATE(10)] = 486,
-  [SMALL_STATE(11)] = 511,
+  [SMALL_STATE(11)] = 519,
   [SMALL_STATE(12)] = 544,
   [SMALL_STATE(13)] = 576,
   [SMALL_STATE(14)] = 608,
@@ -4633,136 +4659,136 @@ static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(17)] = 698,
   [SMALL_STATE(18)] = 724,
   [SMALL_STATE(19)] = 750,
-  [SMALL_STATE(20)] = 774,
-  [SMALL_STATE(21)] = 790,
-  [SMALL_STATE(22)] = 818,
-  [SMALL_STATE(23)] = 834,
-  [SMALL_STATE(24)] = 850,
-  [SMALL_STATE(25)] = 868,
-  [SMALL_STATE(26)] = 884,
-  [SMALL_STATE(27)] = 900,
-  [SMALL_STATE(28)] = 928,
-  [SMALL_STATE(29)] = 956,
-  [SMALL_STATE(30)] = 979,
-  [SMALL_STATE(31)] = 994,
-  [SMALL_STATE(32)] = 1016,
-  [SMALL_STATE(33)] = 1030,
-  [SMALL_STATE(34)] = 1052,
-  [SMALL_STATE(35)] = 1074,
-  [SMALL_STATE(36)] = 1090,
-  [SMALL_STATE(37)] = 1103,
-  [SMALL_STATE(38)] = 1122,
-  [SMALL_STATE(39)] = 1141,
-  [SMALL_STATE(40)] = 1156,
-  [SMALL_STATE(41)] = 1172,
-  [SMALL_STATE(42)] = 1188,
-  [SMALL_STATE(43)] = 1204,
-  [SMALL_STATE(44)] = 1218,
-  [SMALL_STATE(45)] = 1232,
-  [SMALL_STATE(46)] = 1249,
-  [SMALL_STATE(47)] = 1266,
-  [SMALL_STATE(48)] = 1277,
-  [SMALL_STATE(49)] = 1294,
-  [SMALL_STATE(50)] = 1305,
-  [SMALL_STATE(51)] = 1316,
-  [SMALL_STATE(52)] = 1327,
-  [SMALL_STATE(53)] = 1344,
-  [SMALL_STATE(54)] = 1361,
-  [SMALL_STATE(55)] = 1378,
-  [SMALL_STATE(56)] = 1395,
-  [SMALL_STATE(57)] = 1412,
-  [SMALL_STATE(58)] = 1426,
-  [SMALL_STATE(59)] = 1442,
-  [SMALL_STATE(60)] = 1458,
-  [SMALL_STATE(61)] = 1468,
-  [SMALL_STATE(62)] = 1484,
-  [SMALL_STATE(63)] = 1498,
-  [SMALL_STATE(64)] = 1508,
-  [SMALL_STATE(65)] = 1524,
-  [SMALL_STATE(66)] = 1534,
-  [SMALL_STATE(67)] = 1544,
-  [SMALL_STATE(68)] = 1560,
-  [SMALL_STATE(69)] = 1570,
-  [SMALL_STATE(70)] = 1580,
-  [SMALL_STATE(71)] = 1594,
-  [SMALL_STATE(72)] = 1610,
-  [SMALL_STATE(73)] = 1624,
-  [SMALL_STATE(74)] = 1638,
-  [SMALL_STATE(75)] = 1652,
-  [SMALL_STATE(76)] = 1666,
-  [SMALL_STATE(77)] = 1676,
-  [SMALL_STATE(78)] = 1686,
-  [SMALL_STATE(79)] = 1702,
-  [SMALL_STATE(80)] = 1712,
-  [SMALL_STATE(81)] = 1726,
-  [SMALL_STATE(82)] = 1742,
-  [SMALL_STATE(83)] = 1758,
-  [SMALL_STATE(84)] = 1768,
-  [SMALL_STATE(85)] = 1782,
-  [SMALL_STATE(86)] = 1796,
-  [SMALL_STATE(87)] = 1806,
-  [SMALL_STATE(88)] = 1816,
-  [SMALL_STATE(89)] = 1830,
-  [SMALL_STATE(90)] = 1840,
-  [SMALL_STATE(91)] = 1850,
-  [SMALL_STATE(92)] = 1866,
-  [SMALL_STATE(93)] = 1876,
-  [SMALL_STATE(94)] = 1892,
-  [SMALL_STATE(95)] = 1902,
-  [SMALL_STATE(96)] = 1912,
-  [SMALL_STATE(97)] = 1922,
-  [SMALL_STATE(98)] = 1932,
-  [SMALL_STATE(99)] = 1946,
-  [SMALL_STATE(100)] = 1956,
-  [SMALL_STATE(101)] = 1966,
-  [SMALL_STATE(102)] = 1976,
-  [SMALL_STATE(103)] = 1986,
-  [SMALL_STATE(104)] = 1996,
-  [SMALL_STATE(105)] = 2012,
-  [SMALL_STATE(106)] = 2026,
-  [SMALL_STATE(107)] = 2037,
-  [SMALL_STATE(108)] = 2046,
-  [SMALL_STATE(109)] = 2059,
-  [SMALL_STATE(110)] = 2068,
-  [SMALL_STATE(111)] = 2079,
-  [SMALL_STATE(112)] = 2092,
-  [SMALL_STATE(113)] = 2101,
-  [SMALL_STATE(114)] = 2112,
-  [SMALL_STATE(115)] = 2125,
-  [SMALL_STATE(116)] = 2136,
-  [SMALL_STATE(117)] = 2145,
-  [SMALL_STATE(118)] = 2158,
-  [SMALL_STATE(119)] = 2167,
-  [SMALL_STATE(120)] = 2176,
-  [SMALL_STATE(121)] = 2186,
-  [SMALL_STATE(122)] = 2194,
-  [SMALL_STATE(123)] = 2204,
-  [SMALL_STATE(124)] = 2212,
-  [SMALL_STATE(125)] = 2222,
-  [SMALL_STATE(126)] = 2230,
-  [SMALL_STATE(127)] = 2240,
-  [SMALL_STATE(128)] = 2248,
-  [SMALL_STATE(129)] = 2258,
-  [SMALL_STATE(130)] = 2268,
-  [SMALL_STATE(131)] = 2278,
-  [SMALL_STATE(132)] = 2288,
-  [SMALL_STATE(133)] = 2298,
-  [SMALL_STATE(134)] = 2308,
-  [SMALL_STATE(135)] = 2316,
-  [SMALL_STATE(136)] = 2323,
-  [SMALL_STATE(137)] = 2330,
-  [SMALL_STATE(138)] = 2337,
-  [SMALL_STATE(139)] = 2344,
-  [SMALL_STATE(140)] = 2351,
-  [SMALL_STATE(141)] = 2358,
-  [SMALL_STATE(142)] = 2365,
-  [SMALL_STATE(143)] = 2372,
-  [SMALL_STATE(144)] = 2379,
-  [SMALL_STATE(145)] = 2386,
-  [SMALL_STATE(146)] = 2393,
-  [SMALL_STATE(147)] = 2400,
-  [SMALL_STATE(148)] = 2407,
-  [SMALL_STATE(149)] = 2414,
+  [SMALL_STATE(20)] = 779,
+  [SMALL_STATE(21)] = 808,
+  [SMALL_STATE(22)] = 837,
+  [SMALL_STATE(23)] = 861,
+  [SMALL_STATE(24)] = 879,
+  [SMALL_STATE(25)] = 895,
+  [SMALL_STATE(26)] = 911,
+  [SMALL_STATE(27)] = 927,
+  [SMALL_STATE(28)] = 943,
+  [SMALL_STATE(29)] = 959,
+  [SMALL_STATE(30)] = 982,
+  [SMALL_STATE(31)] = 997,
+  [SMALL_STATE(32)] = 1013,
+  [SMALL_STATE(33)] = 1035,
+  [SMALL_STATE(34)] = 1055,
+  [SMALL_STATE(35)] = 1069,
+  [SMALL_STATE(36)] = 1091,
+  [SMALL_STATE(37)] = 1113,
+  [SMALL_STATE(38)] = 1133,
+  [SMALL_STATE(39)] = 1146,
+  [SMALL_STATE(40)] = 1161,
+  [SMALL_STATE(41)] = 1175,
+  [SMALL_STATE(42)] = 1187,
+  [SMALL_STATE(43)] = 1203,
+  [SMALL_STATE(44)] = 1215,
+  [SMALL_STATE(45)] = 1231,
+  [SMALL_STATE(46)] = 1243,
+  [SMALL_STATE(47)] = 1257,
+  [SMALL_STATE(48)] = 1273,
+  [SMALL_STATE(49)] = 1290,
+  [SMALL_STATE(50)] = 1301,
+  [SMALL_STATE(51)] = 1318,
+  [SMALL_STATE(52)] = 1335,
+  [SMALL_STATE(53)] = 1352,
+  [SMALL_STATE(54)] = 1369,
+  [SMALL_STATE(55)] = 1386,
+  [SMALL_STATE(56)] = 1403,
+  [SMALL_STATE(57)] = 1420,
+  [SMALL_STATE(58)] = 1434,
+  [SMALL_STATE(59)] = 1450,
+  [SMALL_STATE(60)] = 1466,
+  [SMALL_STATE(61)] = 1476,
+  [SMALL_STATE(62)] = 1492,
+  [SMALL_STATE(63)] = 1506,
+  [SMALL_STATE(64)] = 1516,
+  [SMALL_STATE(65)] = 1532,
+  [SMALL_STATE(66)] = 1542,
+  [SMALL_STATE(67)] = 1552,
+  [SMALL_STATE(68)] = 1568,
+  [SMALL_STATE(69)] = 1578,
+  [SMALL_STATE(70)] = 1588,
+  [SMALL_STATE(71)] = 1602,
+  [SMALL_STATE(72)] = 1618,
+  [SMALL_STATE(73)] = 1632,
+  [SMALL_STATE(74)] = 1646,
+  [SMALL_STATE(75)] = 1660,
+  [SMALL_STATE(76)] = 1674,
+  [SMALL_STATE(77)] = 1684,
+  [SMALL_STATE(78)] = 1694,
+  [SMALL_STATE(79)] = 1710,
+  [SMALL_STATE(80)] = 1720,
+  [SMALL_STATE(81)] = 1734,
+  [SMALL_STATE(82)] = 1750,
+  [SMALL_STATE(83)] = 1766,
+  [SMALL_STATE(84)] = 1776,
+  [SMALL_STATE(85)] = 1790,
+  [SMALL_STATE(86)] = 1804,
+  [SMALL_STATE(87)] = 1814,
+  [SMALL_STATE(88)] = 1824,
+  [SMALL_STATE(89)] = 1838,
+  [SMALL_STATE(90)] = 1848,
+  [SMALL_STATE(91)] = 1858,
+  [SMALL_STATE(92)] = 1874,
+  [SMALL_STATE(93)] = 1884,
+  [SMALL_STATE(94)] = 1900,
+  [SMALL_STATE(95)] = 1910,
+  [SMALL_STATE(96)] = 1920,
+  [SMALL_STATE(97)] = 1930,
+  [SMALL_STATE(98)] = 1940,
+  [SMALL_STATE(99)] = 1954,
+  [SMALL_STATE(100)] = 1964,
+  [SMALL_STATE(101)] = 1974,
+  [SMALL_STATE(102)] = 1984,
+  [SMALL_STATE(103)] = 1994,
+  [SMALL_STATE(104)] = 2004,
+  [SMALL_STATE(105)] = 2020,
+  [SMALL_STATE(106)] = 2034,
+  [SMALL_STATE(107)] = 2045,
+  [SMALL_STATE(108)] = 2054,
+  [SMALL_STATE(109)] = 2067,
+  [SMALL_STATE(110)] = 2076,
+  [SMALL_STATE(111)] = 2087,
+  [SMALL_STATE(112)] = 2100,
+  [SMALL_STATE(113)] = 2109,
+  [SMALL_STATE(114)] = 2120,
+  [SMALL_STATE(115)] = 2133,
+  [SMALL_STATE(116)] = 2144,
+  [SMALL_STATE(117)] = 2153,
+  [SMALL_STATE(118)] = 2166,
+  [SMALL_STATE(119)] = 2175,
+  [SMALL_STATE(120)] = 2184,
+  [SMALL_STATE(121)] = 2194,
+  [SMALL_STATE(122)] = 2202,
+  [SMALL_STATE(123)] = 2212,
+  [SMALL_STATE(124)] = 2220,
+  [SMALL_STATE(125)] = 2230,
+  [SMALL_STATE(126)] = 2238,
+  [SMALL_STATE(127)] = 2248,
+  [SMALL_STATE(128)] = 2256,
+  [SMALL_STATE(129)] = 2266,
+  [SMALL_STATE(130)] = 2276,
+  [SMALL_STATE(131)] = 2286,
+  [SMALL_STATE(132)] = 2296,
+  [SMALL_STATE(133)] = 2306,
+  [SMALL_STATE(134)] = 2316,
+  [SMALL_STATE(135)] = 2324,
+  [SMALL_STATE(136)] = 2331,
+  [SMALL_STATE(137)] = 2338,
+  [SMALL_STATE(138)] = 2345,
+  [SMALL_STATE(139)] = 2352,
+  [SMALL_STATE(140)] = 2359,
+  [SMALL_STATE(141)] = 2366,
+  [SMALL_STATE(142)] = 2373,
+  [SMALL_STATE(143)] = 2380,
+  [SMALL_STATE(144)] = 2387,
+  [SMALL_STATE(145)] = 2394,
+  [SMALL_STATE(146)] = 2401,
+  [SMALL_STATE(147)] = 2408,
+  [SMALL_STATE(148)] = 2415,
+  [SMALL_STATE(149)] = 2422,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -4832,111 +4858,111 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [157] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
   [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
   [161] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
-  [163] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [163] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
   [165] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 1),
-  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [169] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
-  [171] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
-  [173] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
-  [176] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(17),
-  [179] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(46),
+  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [169] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0),
+  [171] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(10),
+  [174] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(17),
+  [177] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_workload_repeat1, 2, 0, 0), SHIFT_REPEAT(51),
+  [180] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
   [182] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expectation, 2, 0, 0),
   [184] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 2, 0, 3),
-  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
-  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
-  [190] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 7),
+  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
+  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_setting, 3, 0, 7),
+  [190] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_workload, 3, 0, 3),
   [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
   [194] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__value, 1, 0, 0),
-  [196] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [196] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
   [198] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
-  [200] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
+  [200] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
   [202] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__value, 1, 0, 0),
-  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
-  [206] = {.entry = {.count = 1, .reusable = false}}, SHIFT(109),
-  [208] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
-  [210] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
-  [212] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
-  [214] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [216] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
-  [220] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [222] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
-  [224] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
-  [226] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
-  [228] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
-  [230] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
-  [232] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(27),
-  [235] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0),
-  [237] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
-  [240] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(37),
-  [243] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
-  [245] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
+  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [206] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
+  [208] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
+  [210] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
+  [212] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [214] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [216] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
+  [218] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(21),
+  [221] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0),
+  [223] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(33),
+  [226] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_body_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
+  [229] = {.entry = {.count = 1, .reusable = false}}, SHIFT(109),
+  [231] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
+  [233] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
+  [235] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [237] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_rate, 3, 0, 17),
+  [239] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_percent, 2, 0, 11),
+  [241] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
+  [243] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
+  [245] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_duration, 2, 0, 8),
   [247] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
   [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(121),
   [251] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_jitter, 3, 0, 16),
-  [253] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 3, 0, 3),
-  [255] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [257] = {.entry = {.count = 1, .reusable = false}}, SHIFT(33),
-  [259] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
-  [261] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0),
-  [263] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(55),
-  [266] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(33),
-  [269] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(33),
+  [253] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
+  [255] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__name, 1, 0, 2),
+  [257] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0),
+  [259] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(55),
+  [262] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(32),
+  [265] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumer_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(32),
+  [268] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_line, 1, 0, 0),
+  [270] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
   [272] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 2, 0, 3),
-  [274] = {.entry = {.count = 1, .reusable = false}}, SHIFT(31),
-  [276] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
-  [278] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__name, 1, 0, 2),
-  [280] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym__name, 1, 0, 2),
-  [282] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_line, 1, 0, 0),
-  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [274] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [276] = {.entry = {.count = 1, .reusable = false}}, SHIFT(36),
+  [278] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [280] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumer_declaration, 3, 0, 3),
+  [282] = {.entry = {.count = 1, .reusable = false}}, SHIFT(32),
+  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
   [286] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0),
-  [288] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
-  [291] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(38),
+  [288] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(37),
+  [291] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_line_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
   [294] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym__duration, 1, 0, 0),
   [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
-  [298] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
-  [300] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(149),
-  [303] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
-  [305] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
-  [307] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
-  [309] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 2, 0, 0),
-  [311] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 3, 0, 0),
-  [313] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
-  [315] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(45),
-  [318] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(45),
-  [321] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
-  [323] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
-  [325] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
-  [327] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
-  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [331] = {.entry = {.count = 1, .reusable = false}}, SHIFT(45),
-  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 4, 0, 0),
-  [337] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 3, 0, 0),
+  [298] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 3, 0, 0),
+  [300] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 3, 0, 0),
+  [302] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 3, 0, 0),
+  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
+  [306] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0),
+  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_consumers_repeat1, 2, 0, 0), SHIFT_REPEAT(149),
+  [311] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_arguments, 4, 0, 0),
+  [313] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_string, 2, 0, 0),
+  [315] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_consumers, 2, 0, 0),
+  [317] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [319] = {.entry = {.count = 1, .reusable = false}}, SHIFT(50),
+  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [323] = {.entry = {.count = 1, .reusable = false}}, SHIFT_EXTRA(),
+  [325] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
+  [327] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(50),
+  [330] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(50),
+  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
+  [335] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
+  [337] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
   [339] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
   [341] = {.entry = {.count = 1, .reusable = false}}, SHIFT(54),
   [343] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
-  [345] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [345] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
   [347] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
-  [349] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
+  [349] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
   [351] = {.entry = {.count = 1, .reusable = false}}, SHIFT(56),
   [353] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [355] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
-  [357] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [355] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
+  [357] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
   [359] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
   [361] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
   [363] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_phase, 3, 0, 9),
   [365] = {.entry = {.count = 1, .reusable = true}}, SHIFT(139),
   [367] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_drain, 3, 0, 10),
   [369] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
-  [371] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [371] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
   [373] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_include, 2, 0, 4),
   [375] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
   [377] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
   [379] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use, 2, 0, 3),
   [381] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 3, 0, 12),
   [383] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [385] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [385] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
   [387] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_declaration_repeat1, 2, 0, 0), SHIFT_REPEAT(75),
   [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_declaration_repeat1, 2, 0, 0),
   [392] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 4, 0, 13),
@@ -4946,7 +4972,7 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [400] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
   [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
   [404] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 3, 0, 0),
-  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
   [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
   [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_action, 2, 0, 5),
   [412] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_fragment, 3, 0, 6),
@@ -4970,12 +4996,12 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
   [450] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_comparison_operator, 1, 0, 0),
   [452] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
-  [454] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
+  [454] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
   [456] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_body, 4, 0, 0),
   [458] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_table_arguments_repeat1, 2, 0, 0), SHIFT_REPEAT(127),
   [461] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_table_arguments_repeat1, 2, 0, 0),
   [463] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_declaration, 4, 0, 13),
-  [465] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [465] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
   [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_body, 3, 0, 0),
   [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_table_declaration, 3, 0, 6),
   [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expected, 2, 0, 21),
@@ -4990,14 +5016,14 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
   [491] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
   [493] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
-  [495] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [495] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
   [497] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
   [499] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
-  [501] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
+  [501] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
   [503] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [505] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
+  [505] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
   [507] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
-  [509] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [509] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
 };
 
 enum ts_external_scanner_symbol_identifiers {

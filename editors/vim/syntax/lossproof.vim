@@ -84,8 +84,10 @@ syntax match lpPlaceholder /\v\{[A-Za-z_][A-Za-z0-9_]*\}/ contained
 " highlighted in the body only. `table` is a `syntax match`, so this region,
 " defined later, wins where both start.
 syntax region lpTableDecl matchgroup=lpKeyword start=/\v^\s*\zstable%([A-Za-z0-9_-])@!/ matchgroup=lpBlock end=/>/
-      \ contains=lpTableName,lpColumnName,lpTableWord,lpColumnType,lpWorkloadParam,lpNumber,lpComment,lpBlock,lpDelimiter
+      \ contains=lpTableName,lpColumnName,lpTableWord,lpColumnType,lpArraySuffix,lpWorkloadParam,lpNumber,lpComment,lpBlock,lpDelimiter
 syntax match lpTableName /\v%(<table\s+)@<=[A-Za-z_][A-Za-z0-9_-]*/ contained
+" `text[]`: an array of the type before it.
+syntax match lpArraySuffix /\[\]/ contained
 " A column's name: the first word of a body line that is not a constraint.
 syntax match lpColumnName /\v^\s*\zs%(%(primary|foreign|replica)%([A-Za-z0-9_-])@!)@![A-Za-z_][A-Za-z0-9_-]*/ contained
 
@@ -131,6 +133,7 @@ highlight default link lpTableName Constant
 highlight default link lpColumnName Identifier
 highlight default link lpTableWord Keyword
 highlight default link lpColumnType Type
+highlight default link lpArraySuffix Delimiter
 highlight default link lpBlock Delimiter
 highlight default link lpDelimiter Delimiter
 highlight default link lpComparison Operator

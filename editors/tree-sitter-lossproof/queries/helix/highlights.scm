@@ -81,6 +81,8 @@
     ")"
   ] @punctuation.bracket)
 
+(array_suffix) @punctuation.bracket
+
 ; Numbers: 3, 30s, 2s±500ms, 30%, 200/s
 (number) @constant.numeric
 
