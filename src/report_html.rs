@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use lossproof_runtime::reconcile::{DiffKind, DiffRow};
+use lossproof_runtime::reconcile::{DiffKind, DiffRow, canonical};
 use lossproof_stdlib::run::{RunRecord, SeedRecord, Verdict};
 
 /// One colour per diff kind, in `DiffKind::ALL` order.
@@ -461,34 +461,6 @@ fn fault_timeline(seed: &SeedRecord) -> String {
     svg
 }
 
-/// `name=value, …` (a canonical row) as (name, value) pairs; a `, ` inside
-/// a quoted value does not split it.
-fn columns(row: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let (mut current, mut quoted, mut escaped) = (String::new(), false, false);
-    let mut chars = row.chars().peekable();
-    while let Some(c) = chars.next() {
-        if quoted {
-            quoted = escaped || c != '"';
-            escaped = !escaped && c == '\\';
-        } else if c == '"' {
-            quoted = true;
-        } else if c == ',' && chars.peek() == Some(&' ') {
-            chars.next();
-            out.push(std::mem::take(&mut current));
-            continue;
-        }
-        current.push(c);
-    }
-    out.push(current);
-    out.into_iter()
-        .map(|pair| match pair.split_once('=') {
-            Some((name, value)) => (name.to_owned(), value.to_owned()),
-            None => (String::new(), pair),
-        })
-        .collect()
-}
-
 /// The worst seed's sample diff rows per consumer: key and kind, then each
 /// column's source and lake value, the columns that differ marked.
 fn samples(consumers: &[String], seed: &SeedRecord) -> String {
@@ -518,8 +490,16 @@ fn samples(consumers: &[String], seed: &SeedRecord) -> String {
              <th class=\"l\">column</th><th class=\"l\">source</th><th class=\"l\">lake</th></tr>",
         );
         for row in rows {
-            let source = row.source.as_deref().map(columns).unwrap_or_default();
-            let lake = row.lake.as_deref().map(columns).unwrap_or_default();
+            let source = row
+                .source
+                .as_deref()
+                .map(canonical::columns)
+                .unwrap_or_default();
+            let lake = row
+                .lake
+                .as_deref()
+                .map(canonical::columns)
+                .unwrap_or_default();
             let mut names: Vec<&str> = source.iter().map(|(n, _)| n.as_str()).collect();
             for (n, _) in &lake {
                 if !names.contains(&n.as_str()) {
@@ -604,7 +584,7 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{columns, nice_max};
+    use super::nice_max;
 
     #[test]
     fn axes_end_on_round_numbers_in_four_whole_steps() {
@@ -621,19 +601,5 @@ mod tests {
         ] {
             assert_eq!(nice_max(max), top, "max {max}");
         }
-    }
-
-    #[test]
-    fn canonical_rows_split_into_columns_outside_quotes() {
-        let row = r#"amount=12.50, note="a, \"b\", c", order_id=7, status=∅"#;
-        assert_eq!(
-            columns(row),
-            [
-                ("amount".into(), "12.50".into()),
-                ("note".into(), r#""a, \"b\", c""#.into()),
-                ("order_id".into(), "7".into()),
-                ("status".into(), "∅".into()),
-            ]
-        );
     }
 }

@@ -101,7 +101,12 @@ fn every_type_reconciles_clean_through_the_real_pipeline() {
         else {
             panic!("a row missing on one side: {sample}");
         };
-        let (source, lake) = (canonical_columns(source), canonical_columns(lake));
+        let columns = |row| -> std::collections::BTreeMap<String, String> {
+            lossproof_runtime::reconcile::canonical::columns(row)
+                .into_iter()
+                .collect()
+        };
+        let (source, lake) = (columns(source), columns(lake));
         for (name, value) in &source {
             if lake.get(name) != Some(value) {
                 differing.insert(name.clone());
@@ -119,27 +124,4 @@ fn every_type_reconciles_clean_through_the_real_pipeline() {
         }
     }
     assert!(differing.contains("span_a"), "{differing:?}: {seed}");
-}
-
-/// A canonical row (`a=1, b=[2,3]`) as its columns: split at each `, `
-/// that starts the next `name=`.
-fn canonical_columns(row: &str) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut rest = row;
-    while !rest.is_empty() {
-        let (name, after) = rest.split_once('=').unwrap_or((rest, ""));
-        let next = after
-            .match_indices(", ")
-            .map(|(i, _)| i)
-            .find(|i| {
-                let tail = &after[i + 2..];
-                tail.split_once('=').is_some_and(|(n, _)| {
-                    !n.is_empty() && n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-                })
-            })
-            .unwrap_or(after.len());
-        out.insert(name.to_owned(), after[..next].to_owned());
-        rest = after.get(next + 2..).unwrap_or("");
-    }
-    out
 }

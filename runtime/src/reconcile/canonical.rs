@@ -1022,6 +1022,35 @@ pub fn join(columns: &[(&str, String)]) -> String {
     out
 }
 
+/// A canonical row ([`row`], [`join`]) back as its (name, value) pairs: a
+/// `, ` inside a quoted value does not split it.
+#[must_use]
+pub fn columns(row: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (mut current, mut quoted, mut escaped) = (String::new(), false, false);
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            quoted = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            quoted = true;
+        } else if c == ',' && chars.peek() == Some(&' ') {
+            chars.next();
+            out.push(std::mem::take(&mut current));
+            continue;
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => (String::new(), pair),
+        })
+        .collect()
+}
+
 /// The renderer of a lake column holding values of a source column of
 /// `kind`: what only the source's type tells apart (a `character(n)`'s
 /// padding, JSON text, a uuid stored as 16 bytes, bytes, dates and times),
@@ -1393,6 +1422,20 @@ mod tests {
             b.extend(d.to_be_bytes());
         }
         b
+    }
+
+    #[test]
+    fn canonical_rows_split_into_columns_outside_quotes() {
+        let row = r#"amount=12.50, note="a, \"b\", c", order_id=7, status=∅"#;
+        assert_eq!(
+            columns(row),
+            [
+                ("amount".into(), "12.50".into()),
+                ("note".into(), r#""a, \"b\", c""#.into()),
+                ("order_id".into(), "7".into()),
+                ("status".into(), "∅".into()),
+            ]
+        );
     }
 
     #[test]

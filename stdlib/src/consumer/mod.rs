@@ -180,7 +180,7 @@ pub fn iceberg_schema(table: &TableSig) -> Result<Schema> {
 /// primitive, or for `T[]` a list of optional `T` whose element takes the
 /// field id `next_element` (then the next).
 pub fn iceberg_type(sql_type: &str, next_element: &mut i32) -> Result<Type> {
-    let Some(element) = sql_type.trim().strip_suffix("[]") else {
+    let Some(element) = lossproof_lang::tables::array_element(sql_type.trim()) else {
         return primitive_type(sql_type).map(Type::Primitive);
     };
     let element = NestedField::list_element(
