@@ -11,6 +11,11 @@
 //! ([`source_select`]) and in Rust ([`lake_batch`]), so 99% match exactly.
 //! 1% differ (every 100th id, in turn): missing from the lake, a changed
 //! `amount`, or an extra lake row whose id the source never had.
+//!
+//! The lake side is written twice, in two layouts ([`Layout`]): files that
+//! each span the keys (a consumer's appends), where reading in key order
+//! sorts the table, and files in key order (a compaction's), where it sorts
+//! one file at a time. The reconciler is timed on both.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,8 +41,9 @@ type BenchResult<T> = crate::CliResult<T>;
 const TABLE: &str = "bench_rows";
 /// The `PostgreSQL` copy of the lake side, for reladiff.
 const LAKE_COPY: &str = "bench_rows_lake";
-/// The Iceberg namespace of the lake side.
+/// The Iceberg namespaces of the lake side, one per [`Layout`].
 const NAMESPACE: &str = "bench_reconcile";
+const SORTED_NAMESPACE: &str = "bench_reconcile_sorted";
 /// Rows per Arrow batch, and per Parquet data file (at most).
 const BATCH_ROWS: i64 = 131_072;
 const FILE_ROWS: i64 = 1_048_576;
@@ -161,9 +167,49 @@ fn iceberg_schema() -> BenchResult<Schema> {
         .map_err(Into::into)
 }
 
-/// The lake rows for source ids `ids` of an `n`-row table (missing ids
-/// skipped, changed amounts, extra rows at `id + n`).
-fn lake_batch(schema: &SchemaRef, ids: std::ops::Range<i64>, n: i64) -> BenchResult<RecordBatch> {
+/// How the lake side's rows are laid out in its data files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Every file spans the whole key range: the extra rows (`id + n`) are
+    /// written next to their id, as a consumer's appends leave a table
+    /// (new versions of old keys in every file). A read in key order sorts
+    /// the table as a whole.
+    Overlapping,
+    /// Files in key order, their key ranges apart: the rows by id, the
+    /// extra rows in files of their own after them, as a compaction
+    /// (`lossproof compact`) writes a table. A read in key order sorts one
+    /// file at a time.
+    Disjoint,
+}
+
+impl Layout {
+    fn namespace(self) -> &'static str {
+        match self {
+            Self::Overlapping => NAMESPACE,
+            Self::Disjoint => SORTED_NAMESPACE,
+        }
+    }
+}
+
+/// Which of the lake rows for some source ids a batch holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Every row, each extra row after its id ([`Layout::Overlapping`]).
+    All,
+    /// The rows of the source's ids only.
+    Ids,
+    /// The extra rows only.
+    Extras,
+}
+
+/// The lake rows (`part` of them) for source ids `ids` of an `n`-row table
+/// (missing ids skipped, changed amounts, extra rows at `id + n`).
+fn lake_batch(
+    schema: &SchemaRef,
+    ids: std::ops::Range<i64>,
+    n: i64,
+    part: Part,
+) -> BenchResult<RecordBatch> {
     let mut id_b = Int64Builder::new();
     let mut name_b = StringBuilder::new();
     let mut amount_b = Decimal128Builder::new();
@@ -174,15 +220,20 @@ fn lake_batch(schema: &SchemaRef, ids: std::ops::Range<i64>, n: i64) -> BenchRes
         amount_b.append_value(i128::from((id * 7919) % 10_000_000) + bump);
         at_b.append_value((EPOCH_SECONDS + id * 7) * 1_000_000 + id % 1_000_000);
     };
+    let (ids_too, extras_too) = (part != Part::Extras, part != Part::Ids);
     for id in ids {
         match fate(id) {
-            Fate::Same => push(id, 0),
-            Fate::Missing => {}
-            Fate::Wrong => push(id, 100),
+            Fate::Same if ids_too => push(id, 0),
+            Fate::Wrong if ids_too => push(id, 100),
             Fate::Extra => {
-                push(id, 0);
-                push(id + n, 0);
+                if ids_too {
+                    push(id, 0);
+                }
+                if extras_too {
+                    push(id + n, 0);
+                }
             }
+            _ => {}
         }
     }
     let columns: Vec<ArrayRef> = vec![
@@ -212,8 +263,11 @@ struct Measured {
 /// The methods measured in a process of their own ([`one`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Step {
-    /// `reconcile::reconcile` over the bench tables.
+    /// `reconcile::reconcile` over the bench tables, the lake's files
+    /// spanning the keys ([`Layout::Overlapping`]).
     Reconciler,
+    /// The same, the lake's files in key order ([`Layout::Disjoint`]).
+    ReconcilerDisjoint,
     /// `COPY bench_rows TO STDOUT`.
     Copy,
     /// A DataFusion scan of the lake table.
@@ -293,18 +347,26 @@ async fn measure(
         "bench: source table in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    let started = Instant::now();
-    let lake_rows = write_lake(lake, n).await?;
-    eprintln!(
-        "bench: lake table ({lake_rows} rows) in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    for layout in [Layout::Overlapping, Layout::Disjoint] {
+        let started = Instant::now();
+        let lake_rows = write_lake(lake, n, layout).await?;
+        eprintln!(
+            "bench: lake table {}.{TABLE} ({lake_rows} rows) in {:.1}s",
+            layout.namespace(),
+            started.elapsed().as_secs_f64()
+        );
+    }
 
     let mut results = Vec::new();
-    for step in [Step::Reconciler, Step::Copy, Step::Scan] {
+    for step in [
+        Step::Reconciler,
+        Step::ReconcilerDisjoint,
+        Step::Copy,
+        Step::Scan,
+    ] {
         results.push(in_own_process(state, n, step)?);
     }
-    let (copy, scan) = (&results[1], &results[2]);
+    let (copy, scan) = (&results[2], &results[3]);
     results.push(Measured {
         method: "raw read (COPY + scan)".into(),
         rows: n,
@@ -417,7 +479,8 @@ pub fn step(state: &Path, n: u64, step: Step) -> BenchResult<bool> {
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
         let lake = Lake::open(stack.state().root()).await?;
         match step {
-            Step::Reconciler => time_reconciler(&source, &lake, n).await,
+            Step::Reconciler => time_reconciler(&source, &lake, n, Layout::Overlapping).await,
+            Step::ReconcilerDisjoint => time_reconciler(&source, &lake, n, Layout::Disjoint).await,
             Step::Copy => {
                 let started = Instant::now();
                 let (copied, bytes) = copy_out(&source).await?;
@@ -461,13 +524,14 @@ async fn time_reconciler(
     source: &tokio_postgres::Client,
     lake: &Lake,
     n: u64,
+    layout: Layout,
 ) -> BenchResult<Measured> {
     let planted = Planted::of(n);
     let consumer = ConsumerLake {
         changelog: false,
         applied: None,
         consumer: "bench".into(),
-        namespace: NAMESPACE.into(),
+        namespace: layout.namespace().into(),
         views: std::collections::HashMap::new(),
     };
     let started = Instant::now();
@@ -498,7 +562,11 @@ async fn time_reconciler(
         format!("in memory: {}", found.in_memory[0].2)
     };
     Ok(Measured {
-        method: "lossproof reconcile".into(),
+        method: match layout {
+            Layout::Overlapping => "lossproof reconcile",
+            Layout::Disjoint => "  lake files in key order",
+        }
+        .into(),
         rows: n,
         seconds,
         peak_rss_mb: None,
@@ -510,13 +578,14 @@ async fn time_reconciler(
     })
 }
 
-/// Create the lake table afresh and write the lake side into it in Arrow
-/// chunks, one commit. Returns its row count.
-async fn write_lake(lake: &Lake, n: u64) -> BenchResult<u64> {
+/// Create the lake table of `layout` afresh and write the lake side into
+/// it in Arrow chunks, one commit. Returns its row count.
+async fn write_lake(lake: &Lake, n: u64, layout: Layout) -> BenchResult<u64> {
+    let namespace = layout.namespace();
     let ns = lake
-        .ensure_namespace(NAMESPACE)
+        .ensure_namespace(namespace)
         .await
-        .map_err(|e| format!("namespace {NAMESPACE}: {e}"))?;
+        .map_err(|e| format!("namespace {namespace}: {e}"))?;
     let creation = TableCreation::builder()
         .name(TABLE.to_owned())
         .schema(iceberg_schema()?)
@@ -525,35 +594,47 @@ async fn write_lake(lake: &Lake, n: u64) -> BenchResult<u64> {
         .catalog()
         .create_table(&ns, creation)
         .await
-        .map_err(|e| format!("create {NAMESPACE}.{TABLE}: {e}"))?;
+        .map_err(|e| format!("create {namespace}.{TABLE}: {e}"))?;
     let schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(
         table.metadata().current_schema(),
     )?);
     let mut files = Vec::new();
     let mut rows = 0;
     let n = i64::try_from(n)?;
-    let mut first = 1;
-    while first <= n {
-        let file_end = (first + FILE_ROWS).min(n + 1);
-        let mut batches = Vec::new();
-        let mut start = first;
-        while start < file_end {
-            let end = (start + BATCH_ROWS).min(file_end);
-            let batch = lake_batch(&schema, start..end, n)?;
-            rows += batch.num_rows() as u64;
-            batches.push(batch);
-            start = end;
+    let parts: &[Part] = match layout {
+        Layout::Overlapping => &[Part::All],
+        Layout::Disjoint => &[Part::Ids, Part::Extras],
+    };
+    for &part in parts {
+        // Files of at most FILE_ROWS source ids' rows; the extra rows (one
+        // per 300 ids) in files of their own.
+        let (ids_per_file, ids_per_batch) = match part {
+            Part::Extras => (n, BATCH_ROWS * 300),
+            Part::All | Part::Ids => (FILE_ROWS, BATCH_ROWS),
+        };
+        let mut first = 1;
+        while first <= n {
+            let file_end = (first + ids_per_file).min(n + 1);
+            let mut batches = Vec::new();
+            let mut start = first;
+            while start < file_end {
+                let end = (start + ids_per_batch).min(file_end);
+                let batch = lake_batch(&schema, start..end, n, part)?;
+                rows += batch.num_rows() as u64;
+                batches.push(batch);
+                start = end;
+            }
+            files.extend(
+                write_data_files(&table, batches)
+                    .await
+                    .map_err(|e| format!("write {namespace}.{TABLE}: {e}"))?,
+            );
+            first = file_end;
         }
-        files.extend(
-            write_data_files(&table, batches)
-                .await
-                .map_err(|e| format!("write {NAMESPACE}.{TABLE}: {e}"))?,
-        );
-        first = file_end;
     }
     lake.commit(&table, Commit::append(files))
         .await
-        .map_err(|e| format!("commit {NAMESPACE}.{TABLE}: {e}"))?;
+        .map_err(|e| format!("commit {namespace}.{TABLE}: {e}"))?;
     Ok(rows)
 }
 
@@ -700,22 +781,24 @@ async fn clean_up(source: &tokio_postgres::Client, lake: &Lake) -> BenchResult<(
         ))
         .await
         .map_err(|e| format!("drop the bench tables: {e}"))?;
-    let ns = iceberg::NamespaceIdent::new(NAMESPACE.to_owned());
-    if !lake.catalog().namespace_exists(&ns).await? {
-        return Ok(());
-    }
-    let ident = TableIdent::new(ns.clone(), TABLE.to_owned());
-    if lake.catalog().table_exists(&ident).await? {
+    for namespace in [NAMESPACE, SORTED_NAMESPACE] {
+        let ns = iceberg::NamespaceIdent::new(namespace.to_owned());
+        if !lake.catalog().namespace_exists(&ns).await? {
+            continue;
+        }
+        let ident = TableIdent::new(ns.clone(), TABLE.to_owned());
+        if lake.catalog().table_exists(&ident).await? {
+            lake.catalog()
+                .purge_table(&ident)
+                .await
+                .map_err(|e| format!("drop {ident}: {e}"))?;
+        }
         lake.catalog()
-            .purge_table(&ident)
+            .drop_namespace(&ns)
             .await
-            .map_err(|e| format!("drop {ident}: {e}"))?;
+            .map_err(|e| format!("drop namespace {namespace}: {e}"))?;
+        // The (now empty) folders the table's files were in.
+        let _ = std::fs::remove_dir_all(lake.warehouse().join(namespace));
     }
-    lake.catalog()
-        .drop_namespace(&ns)
-        .await
-        .map_err(|e| format!("drop namespace {NAMESPACE}: {e}"))?;
-    // The (now empty) folders the table's files were in.
-    let _ = std::fs::remove_dir_all(lake.warehouse().join(NAMESPACE));
     Ok(())
 }

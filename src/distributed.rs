@@ -19,9 +19,10 @@
 //! What travels: the [`Job`] (the `--source` URL with its password
 //! included: run workers on a network you trust) and the ranges. A REST
 //! catalog's token does not: each worker reads its own
-//! `$LOSSPROOF_LAKE_TOKEN`. Every worker scans the whole lake table and
-//! keeps its range (no pruning of files by key yet); the source reads only
-//! its range.
+//! `$LOSSPROOF_LAKE_TOKEN`. Every worker reads the lake files whose key
+//! ranges (Iceberg's per-file bounds) meet its range and keeps its range's
+//! rows (the lake session's scan skips the others: `lake/ordered.rs`); the
+//! source reads only its range.
 
 use std::any::Any;
 use std::fmt;

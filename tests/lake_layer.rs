@@ -896,6 +896,131 @@ fn compaction_keeps_older_deletes_applying() {
     });
 }
 
+#[test]
+fn a_read_in_key_order_sorts_only_where_file_key_ranges_overlap() {
+    // The reconciler reads a lake table ORDER BY its key. The table's scan
+    // answers DataFusion's sort pushdown: no SortExec over the table, the
+    // files read in the order of their key ranges (Iceberg's bounds), each
+    // group of overlapping files sorted on its own. Files here are written
+    // out of key order, each unsorted inside, two of them overlapping, and
+    // an equality delete applies to a file of one group.
+    let state = tempfile::tempdir().expect("temp state dir");
+    tokio().block_on(async {
+        let lake = Lake::open(state.path()).await.expect("lake");
+        let table = create(&lake, "ordered").await;
+        let table = append(&lake, &table, &rows([30, 10, 20], "a")).await;
+        let table = append(&lake, &table, &rows([5, 1, 3], "b")).await;
+        let table = append(&lake, &table, &rows([50, 40], "c")).await;
+        let table = append(&lake, &table, &rows([60, 45], "d")).await;
+        let table = delete_keys(&lake, &table, &[20]).await;
+        let _ = append(&lake, &table, &[row(20, "e")]).await;
+        let expected = [1, 3, 5, 10, 20, 30, 40, 45, 50, 60];
+
+        let plan = |sql: &'static str| planned(&lake, sql);
+
+        // The reconciler's query: no sort, the scan in key order.
+        let (shown, ids) = plan(
+            "SELECT * FROM (SELECT * FROM layer.ordered) AS lp_view ORDER BY id ASC NULLS LAST",
+        )
+        .await;
+        assert!(!shown.contains("SortExec"), "{shown}");
+        assert!(
+            shown.contains("LakeScanExec: layer.ordered, in key order (id)"),
+            "{shown}"
+        );
+        // Groups: [1, 5], [10, 30] with [20, 20], [40, 50] with [45, 60].
+        assert!(
+            shown.contains("files_read=5, files_skipped=0, sorted_groups=3"),
+            "{shown}"
+        );
+        assert_eq!(ids, expected);
+        // A key range (a distributed worker's bucket): the files outside it
+        // skipped, the filter applied by the scan, still no sort.
+        let (shown, ids) = plan(
+            "SELECT * FROM (SELECT * FROM layer.ordered) AS lp_filtered \
+             WHERE (lp_filtered.\"id\" >= 10 AND lp_filtered.\"id\" < 45) ORDER BY id ASC NULLS LAST",
+        )
+        .await;
+        assert!(!shown.contains("SortExec") && !shown.contains("FilterExec"), "{shown}");
+        assert!(shown.contains("files with id in [10, 45]"), "{shown}");
+        assert!(
+            shown.contains("files_read=4, files_skipped=1, sorted_groups=2"),
+            "{shown}"
+        );
+        assert_eq!(ids, [10, 20, 30, 40]);
+        // A filter the scan does not apply itself stays DataFusion's.
+        let (shown, ids) =
+            plan("SELECT id FROM layer.ordered WHERE length(v) = 1 AND id > 40 ORDER BY id").await;
+        assert!(shown.contains("FilterExec"), "{shown}");
+        assert_eq!(ids, [45, 50, 60]);
+        // A projection keeping the key too.
+        let (shown, ids) = plan("SELECT id, v FROM layer.ordered ORDER BY id").await;
+        assert!(!shown.contains("SortExec"), "{shown}");
+        assert_eq!(ids, expected);
+
+        // Any other order is DataFusion's sort, over the files as they come.
+        let (shown, ids) = plan("SELECT id FROM layer.ordered ORDER BY id DESC").await;
+        assert!(shown.contains("SortExec"), "{shown}");
+        assert!(!shown.contains("in key order"), "{shown}");
+        assert_eq!(ids, expected.iter().rev().copied().collect::<Vec<_>>());
+        let (shown, ids) = plan("SELECT id FROM layer.ordered ORDER BY v, id").await;
+        assert!(shown.contains("SortExec"), "{shown}");
+        assert_eq!(ids, [10, 30, 1, 3, 5, 40, 50, 45, 60, 20]);
+        // No order asked for: no sort at all.
+        let (shown, ids) = plan("SELECT id FROM layer.ordered").await;
+        assert!(
+            !shown.contains("SortExec") && !shown.contains("in key order"),
+            "{shown}"
+        );
+        assert_eq!(ids.len(), expected.len());
+
+        // A compaction writes the rows in key order (so its files' key
+        // ranges never overlap): read back without any ORDER BY.
+        let table = lake
+            .catalog()
+            .load_table(&ident("ordered"))
+            .await
+            .expect("load");
+        let compacted = lake.compact_from(&table).await.expect("compaction");
+        assert!(
+            matches!(compacted, lake::Compacted::Won { .. }),
+            "{compacted:?}"
+        );
+        let (_, ids) = plan("SELECT id FROM layer.ordered").await;
+        assert_eq!(ids, expected);
+        let (shown, _) = plan("SELECT id FROM layer.ordered ORDER BY id").await;
+        assert!(shown.contains("sorted_groups=1"), "{shown}");
+    });
+}
+
+/// `sql` over a fresh session of the lake: its physical plan as `EXPLAIN
+/// ANALYZE` shows it (with each node's metrics, once run), and the `id`s
+/// it returns, in order.
+async fn planned(lake: &Lake, sql: &str) -> (String, Vec<i64>) {
+    use datafusion::physical_plan::collect;
+    use datafusion::physical_plan::display::DisplayableExecutionPlan;
+    let ctx = lake.session(&[NS]).await.expect("session");
+    let plan = ctx
+        .sql(sql)
+        .await
+        .expect("plan")
+        .create_physical_plan()
+        .await
+        .expect("physical plan");
+    let batches = collect(plan.clone(), ctx.task_ctx()).await.expect("run");
+    let shown = DisplayableExecutionPlan::with_metrics(plan.as_ref())
+        .indent(true)
+        .to_string();
+    let ids = batches
+        .iter()
+        .flat_map(|b| {
+            let ids = b.column_by_name("id").expect("id");
+            ids.as_primitive::<Int64Type>().values().to_vec()
+        })
+        .collect();
+    (shown, ids)
+}
+
 /// The widening tests' rows: the extremes of each old type, and NULLs.
 fn narrow_rows() -> Vec<Row> {
     vec![

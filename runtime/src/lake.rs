@@ -57,6 +57,7 @@ mod compact;
 #[cfg(feature = "aws")]
 mod glue;
 mod maintenance;
+mod ordered;
 pub mod read;
 pub mod rest;
 mod schema;

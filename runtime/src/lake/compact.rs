@@ -1,6 +1,9 @@
-//! Compaction: every live row of a table rewritten into as few data files
-//! as the rolling writer makes, replacing every live data AND delete file,
-//! in one `replace` snapshot under the base check.
+//! Compaction: every live row of a table rewritten, in key order (the
+//! table's identifier fields), into as few data files as the rolling writer
+//! makes, replacing every live data AND delete file, in one `replace`
+//! snapshot under the base check. Written in key order, the files' key
+//! ranges do not overlap, so a read in key order (the reconciler's) sorts
+//! one file at a time instead of the table (super::ordered).
 //!
 //! What a compaction must get right (../shared/design/SINKS.md):
 //! - the rows are read with the deletes applied ([`super::read::visible_rows`])
@@ -22,7 +25,7 @@
 use std::time::{Duration, Instant};
 
 use iceberg::TableIdent;
-use iceberg::spec::DataContentType;
+use iceberg::spec::{DataContentType, ManifestEntry};
 use iceberg::table::Table;
 
 use super::maintenance::MaintenanceError;
@@ -31,6 +34,9 @@ use super::{Commit, CommitError, Lake, latest_properties, write_data_files};
 /// Summary properties with this prefix are carried onto a compaction's
 /// snapshot (the consumers' offsets and markers).
 pub const CARRIED_PREFIX: &str = "lossproof.";
+
+/// The batches a compaction hands the writer, once sorted.
+const SORTED_BATCH_ROWS: usize = 65_536;
 
 /// A live file of a table's current snapshot.
 #[derive(Debug, Clone)]
@@ -134,6 +140,15 @@ impl Lake {
         let batches = super::read::visible_rows(base).await.map_err(iceberg)?;
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
         let batches: Vec<_> = batches.into_iter().filter(|b| b.num_rows() > 0).collect();
+        // In key order: the files then cover key ranges that do not
+        // overlap, which a read in key order uses (super::ordered).
+        let batches =
+            super::ordered::sorted_by_key(base, batches, SORTED_BATCH_ROWS).map_err(|e| {
+                iceberg(iceberg::Error::new(
+                    iceberg::ErrorKind::Unexpected,
+                    e.to_string(),
+                ))
+            })?;
         let added = if batches.is_empty() {
             Vec::new()
         } else {
@@ -184,6 +199,24 @@ pub async fn live_files(table: &Table) -> iceberg::Result<Vec<LiveFile>> {
 
 /// [`live_files`], reading manifests through `lake`'s cache when given.
 async fn collect_live_files(table: &Table, lake: Option<&Lake>) -> iceberg::Result<Vec<LiveFile>> {
+    live_entries(table, lake, |entry| LiveFile {
+        path: entry.file_path().to_owned(),
+        content: entry.data_file().content_type(),
+        sequence_number: entry.sequence_number(),
+        records: entry.data_file().record_count(),
+        bytes: entry.data_file().file_size_in_bytes(),
+    })
+    .await
+}
+
+/// `each` of every live manifest entry (data and delete files) of
+/// `table`'s current snapshot, reading manifests through `lake`'s cache
+/// when given.
+pub(super) async fn live_entries<T>(
+    table: &Table,
+    lake: Option<&Lake>,
+    each: impl Fn(&ManifestEntry) -> T,
+) -> iceberg::Result<Vec<T>> {
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(Vec::new());
     };
@@ -194,15 +227,13 @@ async fn collect_live_files(table: &Table, lake: Option<&Lake>) -> iceberg::Resu
             Some(lake) => lake.manifest(table, manifest_file).await?,
             None => std::sync::Arc::new(manifest_file.load_manifest(table.file_io()).await?),
         };
-        for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
-            out.push(LiveFile {
-                path: entry.file_path().to_owned(),
-                content: entry.data_file().content_type(),
-                sequence_number: entry.sequence_number(),
-                records: entry.data_file().record_count(),
-                bytes: entry.data_file().file_size_in_bytes(),
-            });
-        }
+        out.extend(
+            manifest
+                .entries()
+                .iter()
+                .filter(|e| e.is_alive())
+                .map(|e| each(e)),
+        );
     }
     Ok(out)
 }

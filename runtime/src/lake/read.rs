@@ -14,7 +14,7 @@
 //! equals NULL, as the spec says).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{BooleanArray, RecordBatch};
 use futures_util::stream::BoxStream;
@@ -51,7 +51,7 @@ pub enum ReadError {
 
 /// The keys one equality-delete file deletes: its column names, and each
 /// row's values joined.
-type DeletedKeys = Arc<(Vec<String>, HashSet<String>)>;
+pub(super) type DeletedKeys = Arc<(Vec<String>, HashSet<String>)>;
 
 /// Every visible row of `table`'s current snapshot, in the table's current
 /// Arrow schema.
@@ -63,30 +63,46 @@ pub async fn visible_rows(table: &Table) -> iceberg::Result<Vec<RecordBatch>> {
 /// one file's rows and the equality-delete keys, not for the table).
 #[must_use]
 pub fn visible_stream(table: Table) -> BoxStream<'static, iceberg::Result<RecordBatch>> {
-    let planned = async move {
-        if table.metadata().current_snapshot().is_none() {
-            return Ok((Vec::new(), table));
-        }
-        let scan = table.scan().select_all().build()?;
-        let tasks: Vec<FileScanTask> = scan.plan_files().await?.try_collect().await?;
-        Ok::<_, iceberg::Error>((tasks, table))
-    };
-    futures_util::stream::once(planned)
-        .map_ok(|(tasks, table)| {
-            let cache: HashMap<String, DeletedKeys> = HashMap::new();
-            let state = (tasks.into_iter(), cache, table);
-            futures_util::stream::try_unfold(state, |(mut tasks, mut cache, table)| async move {
-                let Some(task) = tasks.next() else {
-                    return Ok::<_, iceberg::Error>(None);
-                };
-                let batches = read_task(&table, task, &mut cache).await?;
-                let batches = futures_util::stream::iter(batches.into_iter().map(Ok));
-                Ok(Some((batches, (tasks, cache, table))))
-            })
-            .try_flatten()
-        })
-        .try_flatten()
-        .boxed()
+    futures_util::stream::once(async move {
+        let tasks = plan_tasks(&table).await?;
+        Ok::<_, iceberg::Error>(files_stream(table, tasks, DeleteCache::default()))
+    })
+    .try_flatten()
+    .boxed()
+}
+
+/// The scan tasks (one per data file, with the delete files that apply to
+/// it) of `table`'s current snapshot: iceberg-rust's planning.
+pub(super) async fn plan_tasks(table: &Table) -> iceberg::Result<Vec<FileScanTask>> {
+    if table.metadata().current_snapshot().is_none() {
+        return Ok(Vec::new());
+    }
+    let scan = table.scan().select_all().build()?;
+    scan.plan_files().await?.try_collect().await
+}
+
+/// The keys of the equality-delete files read so far, by path: shared by
+/// the reads of one scan, so a delete file that applies to many data files
+/// is read once.
+pub(super) type DeleteCache = Arc<Mutex<HashMap<String, DeletedKeys>>>;
+
+/// The visible rows of `tasks`' data files, one file at a time, in order.
+pub(super) fn files_stream(
+    table: Table,
+    tasks: Vec<FileScanTask>,
+    cache: DeleteCache,
+) -> BoxStream<'static, iceberg::Result<RecordBatch>> {
+    let state = (tasks.into_iter(), cache, table);
+    futures_util::stream::try_unfold(state, |(mut tasks, cache, table)| async move {
+        let Some(task) = tasks.next() else {
+            return Ok::<_, iceberg::Error>(None);
+        };
+        let batches = read_task(&table, task, &cache).await?;
+        let batches = futures_util::stream::iter(batches.into_iter().map(Ok));
+        Ok(Some((batches, (tasks, cache, table))))
+    })
+    .try_flatten()
+    .boxed()
 }
 
 /// One data file's visible rows: position deletes by iceberg-rust,
@@ -94,7 +110,7 @@ pub fn visible_stream(table: Table) -> BoxStream<'static, iceberg::Result<Record
 async fn read_task(
     table: &Table,
     mut task: FileScanTask,
-    cache: &mut HashMap<String, DeletedKeys>,
+    cache: &DeleteCache,
 ) -> iceberg::Result<Vec<RecordBatch>> {
     let (equality, others): (Vec<_>, Vec<_>) = std::mem::take(&mut task.deletes)
         .into_iter()
@@ -102,11 +118,15 @@ async fn read_task(
     task.deletes = others;
     let mut deleted = Vec::new();
     for file in equality {
-        if !cache.contains_key(&file.file_path) {
+        let known = cached(cache).get(&file.file_path).cloned();
+        let keys = if let Some(keys) = known {
+            keys
+        } else {
             let keys = deleted_keys(table, &file.file_path).await?;
-            cache.insert(file.file_path.clone(), keys);
-        }
-        deleted.push(cache[&file.file_path].clone());
+            cached(cache).insert(file.file_path.clone(), keys.clone());
+            keys
+        };
+        deleted.push(keys);
     }
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::current()).build();
@@ -118,6 +138,14 @@ async fn read_task(
         .into_iter()
         .map(|batch| without_deleted(batch, &deleted))
         .collect()
+}
+
+/// The cache's map (a panic while it was held loses nothing: it only
+/// caches what can be read again).
+fn cached(cache: &DeleteCache) -> std::sync::MutexGuard<'_, HashMap<String, DeletedKeys>> {
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn deleted_keys(table: &Table, path: &str) -> iceberg::Result<DeletedKeys> {

@@ -3,26 +3,20 @@
 //! Tables are loaded FRESH for every [`Lake::session`] (iceberg-datafusion
 //! providers cache a table's schema and the table list, so a context kept
 //! across commits would miss new columns and tables: ICEBERG.md), and
-//! streamed file by file through [`super::read::visible_stream`] (equality
-//! deletes applied by hash lookup) each time a query scans them, as of the
-//! snapshot loaded with the session. The session's memory is bounded
-//! ([`SESSION_MEMORY`]): a sort bigger than that (the reconciler's read of a
-//! large table in key order) spills to the temporary directory instead of
-//! holding the table.
+//! streamed file by file ([`super::ordered::LakeTable`], equality deletes
+//! applied by hash lookup) each time a query scans them, as of the snapshot
+//! loaded with the session; a query in key order reads the files in their
+//! key ranges' order and sorts only where ranges overlap. The session's
+//! memory is bounded ([`SESSION_MEMORY`]): a sort bigger than that (a large
+//! table whose files all span the keys) spills to the temporary directory
+//! instead of holding the table.
 
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
-use datafusion::catalog::streaming::StreamingTable;
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider as _};
 use datafusion::error::DataFusionError;
-use datafusion::execution::TaskContext;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::physical_plan::SendableRecordBatchStream;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use futures_util::TryStreamExt as _;
 use iceberg::NamespaceIdent;
 
 use super::Lake;
@@ -80,14 +74,7 @@ impl Lake {
                     iceberg::arrow::schema_to_arrow_schema(table.metadata().current_schema())
                         .map_err(iceberg("convert the schema of", &ident))?,
                 );
-                let provider = StreamingTable::try_new(
-                    schema_ref.clone(),
-                    vec![Arc::new(Visible {
-                        table,
-                        schema: schema_ref,
-                    })],
-                )
-                .map_err(query("read", &ident))?;
+                let provider = super::ordered::LakeTable::new(table, schema_ref);
                 schema
                     .register_table(ident.name().to_owned(), Arc::new(provider))
                     .map_err(query("register", &ident))?;
@@ -104,33 +91,3 @@ impl Lake {
 /// to disk (and an operator that cannot spill fails with DataFusion's
 /// "resources exhausted", naming the query).
 pub const SESSION_MEMORY: usize = 512 << 20;
-
-/// One table's visible rows as a DataFusion partition: read afresh, file
-/// by file, each time a query scans it.
-#[derive(Debug)]
-struct Visible {
-    table: iceberg::table::Table,
-    schema: SchemaRef,
-}
-
-impl PartitionStream for Visible {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let schema = self.schema.clone();
-        let name = self.table.identifier().to_string();
-        let batches = super::read::visible_stream(self.table.clone())
-            .map_err(move |e| DataFusionError::External(format!("read {name}: {e}").into()))
-            .and_then(move |batch| {
-                // The reader's batches carry the file's field metadata: in
-                // the table's current schema, as the plan expects.
-                let rebuilt =
-                    arrow_array::RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
-                        .map_err(|e| DataFusionError::ArrowError(Box::new(e), None));
-                futures_util::future::ready(rebuilt)
-            });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches))
-    }
-}

@@ -4,7 +4,8 @@
 //!
 //! Both reads sort by the key columns the same way ([`KeyOrder`]): the
 //! source with `ORDER BY` on the server (text by bytes, `COLLATE "C"`), the
-//! lake with a DataFusion sort (`NULLS LAST`). Each side's order is checked
+//! lake with DataFusion's `ORDER BY … NULLS LAST` (which the lake's scan
+//! answers from its files' key ranges where it can). Each side's order is checked
 //! as it is merged: a side that is not in that order (a key column the lake
 //! stores as text where the source has integers, a timestamp past year
 //! 9999) is [`Merge::Unordered`], and the caller compares that table the

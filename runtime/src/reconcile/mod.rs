@@ -10,8 +10,10 @@
 //! | `lake_rows` | `consumer`, `table`, `key`, `row` |
 //!
 //! Each table is compared by a streaming merge ([`merge`]): the source read
-//! in primary-key order by the server, the lake sorted by key by DataFusion
-//! (spilling to disk past [`crate::lake::SESSION_MEMORY`]), both
+//! in primary-key order by the server, the lake in key order by DataFusion
+//! (files read in the order of their key ranges, only overlapping ones
+//! sorted, spilling to disk past [`crate::lake::SESSION_MEMORY`]: see
+//! `lake/ordered.rs`), both
 //! canonicalised as they arrive and merged in one pass, so memory is the
 //! diff's and the reads' buffers, not the table's. `source_rows` and
 //! `lake_rows` hold every row: they are filled only when asked
