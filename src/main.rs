@@ -556,9 +556,22 @@ fn exec(command: &[std::ffi::OsString]) -> String {
     format!("cannot start {}: {error}", program.to_string_lossy())
 }
 
+/// Transparent huge pages off for this process (inherited by what it
+/// starts; with the kernel's usual `madvise` mode only a process that asks
+/// gets them). mimalloc asks for them on its arenas (`MADV_HUGEPAGE`), and
+/// the kernel then zeroes a whole 2 MiB page each time freed memory is
+/// touched again: with Arrow batches and canonical rows allocated and freed
+/// all the time, that was a quarter of the reconciler's time at 10M rows
+/// (docs/benchmarks.md). Where the kernel has no such switch, nothing
+/// changes.
+fn without_transparent_huge_pages() {
+    let _ = nix::sys::prctl::set_thp_disable(true);
+}
+
 #[allow(clippy::too_many_lines)] // one arm per command
 fn main() -> ExitCode {
     without_error_backtraces();
+    without_transparent_huge_pages();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check {

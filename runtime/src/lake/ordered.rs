@@ -55,6 +55,13 @@ use iceberg::table::Table;
 
 use super::read::{DeleteCache, files_stream, plan_tasks};
 
+/// The most rows of a single data file sorted in memory by a read in key
+/// order (a bigger file, or a group of files, is DataFusion's sort).
+const IN_MEMORY_SORT_ROWS: u64 = 1 << 22;
+
+/// The batches a single file's sort hands on.
+const SORTED_BATCH_ROWS: usize = 8192;
+
 /// One lake table of a [`super::Lake::session`]: its visible rows as of
 /// the snapshot it was loaded at, read afresh for every query.
 #[derive(Debug)]
@@ -522,18 +529,41 @@ impl ExecutionPlan for LakeScanExec {
                 .ok_or_else(|| DataFusionError::Internal("an empty key".into()))?;
             let clusters = clusters(tasks, &ranges);
             groups.add(clusters.len());
+            let key: Vec<usize> = scan.key.iter().map(|k| k.index).collect();
             let sorted = futures_util::stream::iter(clusters)
                 .map(move |group| {
-                    let files = Arc::new(Files {
+                    let files = Files {
                         table: table.clone(),
                         tasks: group,
                         cache: cache.clone(),
                         schema: schema.clone(),
                         filter: scan.filter.clone(),
-                    });
+                    };
+                    // One file of a bounded size: its rows are in memory
+                    // already (the reader holds a file's rows), sorted
+                    // there. A group of files: DataFusion's sort, which
+                    // spills past the session's pool.
+                    if let [task] = files.tasks.as_slice()
+                        && task.record_count.is_some_and(|n| n <= IN_MEMORY_SORT_ROWS)
+                    {
+                        let rows = files.execute(context.clone());
+                        let key = key.clone();
+                        let sorted = async move {
+                            let rows: Vec<RecordBatch> = rows.try_collect().await?;
+                            let sorted = sort_rows(rows, &key, SORTED_BATCH_ROWS)?;
+                            Ok::<_, DataFusionError>(futures_util::stream::iter(
+                                sorted.into_iter().map(Ok),
+                            ))
+                        };
+                        let stream = futures_util::stream::once(sorted).try_flatten();
+                        return Ok(
+                            Box::pin(RecordBatchStreamAdapter::new(schema.clone(), stream))
+                                as SendableRecordBatchStream,
+                        );
+                    }
                     let input = StreamingTableExec::try_new(
                         schema.clone(),
-                        vec![files],
+                        vec![Arc::new(files)],
                         None,
                         [],
                         false,
@@ -691,28 +721,45 @@ pub(super) fn sorted_by_key(
     rows: Vec<RecordBatch>,
     batch_rows: usize,
 ) -> Result<Vec<RecordBatch>, arrow_schema::ArrowError> {
+    let Some(first) = rows.first() else {
+        return Ok(rows);
+    };
+    let key: Vec<usize> = sortable_key(table, &first.schema())
+        .iter()
+        .map(|k| k.index)
+        .collect();
+    sort_rows(rows, &key, batch_rows)
+}
+
+/// `rows` sorted by columns `key` (ascending, NULLs last) in memory, in
+/// batches of at most `batch_rows`; rows already in that order (what a
+/// compaction writes) are handed back as they came, not copied.
+fn sort_rows(
+    rows: Vec<RecordBatch>,
+    key: &[usize],
+    batch_rows: usize,
+) -> Result<Vec<RecordBatch>, arrow_schema::ArrowError> {
     use datafusion::arrow::compute::{
         SortColumn, concat_batches, lexsort_to_indices, take_record_batch,
     };
     let Some(first) = rows.first() else {
         return Ok(rows);
     };
-    let key = sortable_key(table, &first.schema());
-    if key.is_empty() {
+    if key.is_empty() || in_order(&rows, key)? {
         return Ok(rows);
     }
     let all = concat_batches(&first.schema(), &rows)?;
-    drop(rows);
     let columns: Vec<SortColumn> = key
         .iter()
         .map(|k| SortColumn {
-            values: all.column(k.index).clone(),
+            values: all.column(*k).clone(),
             options: Some(SortOptions {
                 descending: false,
                 nulls_first: false,
             }),
         })
         .collect();
+    drop(rows);
     let sorted = take_record_batch(&all, &lexsort_to_indices(&columns, None)?)?;
     drop(all);
     let batch_rows = batch_rows.max(1);
@@ -722,9 +769,94 @@ pub(super) fn sorted_by_key(
         .collect())
 }
 
+/// Whether `rows` are already in the order of columns `key` (ascending,
+/// NULLs last), checked row after row without copying them.
+fn in_order(rows: &[RecordBatch], key: &[usize]) -> Result<bool, arrow_schema::ArrowError> {
+    use datafusion::arrow::array::make_comparator;
+    use std::cmp::Ordering;
+    let options = SortOptions {
+        descending: false,
+        nulls_first: false,
+    };
+    let mut previous: Option<&RecordBatch> = None;
+    for batch in rows.iter().filter(|b| b.num_rows() > 0) {
+        // The batch's first row against the last row before it, then each
+        // row against the one before it, column by column.
+        if let Some(last) = previous {
+            for k in key {
+                let compare = make_comparator(last.column(*k), batch.column(*k), options)?;
+                match compare(last.num_rows() - 1, 0) {
+                    Ordering::Equal => {}
+                    Ordering::Less => break,
+                    Ordering::Greater => return Ok(false),
+                }
+            }
+        }
+        let comparators = key
+            .iter()
+            .map(|k| make_comparator(batch.column(*k), batch.column(*k), options))
+            .collect::<Result<Vec<_>, _>>()?;
+        for i in 1..batch.num_rows() {
+            for compare in &comparators {
+                match compare(i - 1, i) {
+                    Ordering::Equal => {}
+                    Ordering::Less => break,
+                    Ordering::Greater => return Ok(false),
+                }
+            }
+        }
+        previous = Some(batch);
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::group_by_range;
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray as _;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::{group_by_range, in_order, sort_rows};
+
+    fn batches(rows: &[&[(i64, &str)]]) -> Vec<RecordBatch> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Utf8, false),
+        ]));
+        rows.iter()
+            .map(|rows| {
+                let a = Int64Array::from_iter_values(rows.iter().map(|r| r.0));
+                let b: StringArray = rows.iter().map(|r| Some(r.1)).collect();
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(a), Arc::new(b)]).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_in_key_order_is_not_sorted_again() {
+        let sorted = batches(&[&[(1, "x"), (2, "a")], &[], &[(2, "b"), (3, "a")]]);
+        assert!(in_order(&sorted, &[0]).unwrap());
+        assert!(in_order(&sorted, &[0, 1]).unwrap());
+        // Out of order inside a batch, across batches, on the second column.
+        assert!(!in_order(&batches(&[&[(2, "a"), (1, "a")]]), &[0]).unwrap());
+        assert!(!in_order(&batches(&[&[(1, "a"), (3, "a")], &[(2, "a")]]), &[0]).unwrap());
+        let second = batches(&[&[(1, "b")], &[(1, "a")]]);
+        assert!(in_order(&second, &[0]).unwrap());
+        assert!(!in_order(&second, &[0, 1]).unwrap());
+        // Sorted rows come back as they were (the same buffers); others sorted.
+        let again = sort_rows(sorted.clone(), &[0, 1], 2).unwrap();
+        assert_eq!(again, sorted);
+        let sorted = sort_rows(batches(&[&[(3, "a"), (1, "b")], &[(2, "c")]]), &[0], 2).unwrap();
+        let a: Vec<i64> = sorted
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(a, [1, 2, 3]);
+        assert_eq!(sorted.len(), 2, "batches of at most 2 rows");
+    }
 
     #[test]
     fn files_group_where_their_key_ranges_overlap() {

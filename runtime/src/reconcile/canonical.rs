@@ -276,10 +276,7 @@ impl Kind {
             _ => {}
         }
         match self {
-            Self::Int => match (a.parse::<i128>(), b.parse::<i128>()) {
-                (Ok(x), Ok(y)) => x.cmp(&y),
-                _ => a.cmp(b),
-            },
+            Self::Int => cmp_int(a, b),
             Self::Decimal => cmp_decimal(a, b),
             Self::Text | Self::Char | Self::Json => cmp_quoted(a, b),
             Self::Float => {
@@ -858,6 +855,42 @@ pub fn decimal_unscaled(value: i128, scale: i8) -> String {
 
 /// [`decimal_unscaled`] appended to `out`, by arithmetic: the integer
 /// part, then the fraction without its trailing zeros; no sign on zero.
+/// Two integers' canonical forms by value: as written (an optional `-`,
+/// digits without leading zeros) by sign, length and digits, without
+/// parsing them (the merge compares two keys for every row); anything else
+/// parsed, and text that does not parse by its bytes.
+fn cmp_int(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn parts(text: &str) -> Option<(bool, &[u8])> {
+        let (negative, digits) = match text.as_bytes() {
+            [b'-', rest @ ..] => (true, rest),
+            digits => (false, digits),
+        };
+        let canonical = match digits {
+            [b'0'] => !negative,
+            [first, ..] => *first != b'0' && digits.iter().all(u8::is_ascii_digit),
+            [] => false,
+        };
+        canonical.then_some((negative, digits))
+    }
+    match (parts(a), parts(b)) {
+        (Some((false, _)), Some((true, _))) => Ordering::Greater,
+        (Some((true, _)), Some((false, _))) => Ordering::Less,
+        (Some((negative, x)), Some((_, y))) => {
+            let by_magnitude = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
+            if negative {
+                by_magnitude.reverse()
+            } else {
+                by_magnitude
+            }
+        }
+        _ => match (a.parse::<i128>(), b.parse::<i128>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => a.cmp(b),
+        },
+    }
+}
+
 fn decimal_unscaled_into(value: i128, scale: i8, out: &mut String) {
     if scale <= 0 || scale > 38 {
         out.push_str(&decimal_unscaled_text(value, scale));
@@ -870,14 +903,18 @@ fn decimal_unscaled_into(value: i128, scale: i8, out: &mut String) {
     if value < 0 && magnitude != 0 {
         out.push('-');
     }
-    let _ = write!(out, "{int_part}");
+    out.push_str(itoa::Buffer::new().format(int_part));
     if frac != 0 {
         let mut width = digits;
         while frac % 10 == 0 {
             frac /= 10;
             width -= 1;
         }
-        let _ = write!(out, ".{frac:0width$}");
+        let mut text = itoa::Buffer::new();
+        let frac = text.format(frac);
+        out.push('.');
+        out.extend(std::iter::repeat_n('0', width.saturating_sub(frac.len())));
+        out.push_str(frac);
     }
 }
 
@@ -1362,14 +1399,20 @@ impl<'a> Layout<'a> {
         self.join(&self.key, values)
     }
 
-    /// [`Layout::key`], and where each key value sits in it (byte ranges,
+    /// [`Layout::key`] followed by [`Layout::row`] in one string, where
+    /// the key ends, and where each key value sits in the key (byte ranges,
     /// in key order) when the key has more than one column; a one-column
     /// key's value is everything after `name=`.
     #[must_use]
-    pub fn key_and_spans(&self, values: &[String]) -> (String, Vec<(u32, u32)>) {
-        let key = self.key(values);
+    pub fn key_row_and_spans(&self, values: &[String]) -> (String, usize, Vec<(u32, u32)>) {
+        let mut out = String::with_capacity(
+            self.joined_len(&self.key, values) + self.joined_len(&self.by_name, values),
+        );
+        self.join_into(&self.key, values, &mut out);
+        let split = out.len();
+        self.join_into(&self.by_name, values, &mut out);
         if self.key.len() < 2 {
-            return (key, Vec::new());
+            return (out, split, Vec::new());
         }
         let mut spans = Vec::with_capacity(self.key.len());
         let mut at = 0;
@@ -1379,16 +1422,24 @@ impl<'a> Layout<'a> {
             spans.push((start as u32, end as u32));
             at = end + 2;
         }
-        (key, spans)
+        (out, split, spans)
     }
 
     fn join(&self, order: &[usize], values: &[String]) -> String {
-        let len = order
+        let mut out = String::with_capacity(self.joined_len(order, values));
+        self.join_into(order, values, &mut out);
+        out
+    }
+
+    fn joined_len(&self, order: &[usize], values: &[String]) -> usize {
+        order
             .iter()
             .map(|i| self.names[*i].len() + 1 + values[*i].len())
             .sum::<usize>()
-            + 2 * order.len().saturating_sub(1);
-        let mut out = String::with_capacity(len);
+            + 2 * order.len().saturating_sub(1)
+    }
+
+    fn join_into(&self, order: &[usize], values: &[String], out: &mut String) {
         for (n, i) in order.iter().enumerate() {
             if n > 0 {
                 out.push_str(", ");
@@ -1397,7 +1448,6 @@ impl<'a> Layout<'a> {
             out.push('=');
             out.push_str(&values[*i]);
         }
-        out
     }
 }
 

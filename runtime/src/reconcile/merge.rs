@@ -24,12 +24,15 @@ use super::canonical::{Kind, Layout};
 use super::diff::{self, Counts, DiffKind, DiffRow, History};
 use super::error::Error;
 
-/// One row of either side: its canonical key and row.
+/// One row of either side: its canonical key and row, in one allocation
+/// (a reader makes one of these per row of each side).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keyed {
-    pub key: String,
-    pub row: String,
-    /// Byte ranges of each key value in `key` (empty: a one-column key,
+    /// The key, then the row.
+    text: String,
+    /// Where the key ends in `text`.
+    split: usize,
+    /// Byte ranges of each key value in the key (empty: a one-column key,
     /// whose value follows `name=`).
     pub spans: Vec<(u32, u32)>,
 }
@@ -38,12 +41,20 @@ impl Keyed {
     /// The row of canonical `values` (in `layout`'s column order).
     #[must_use]
     pub fn new(layout: &Layout<'_>, values: &[String]) -> Self {
-        let (key, spans) = layout.key_and_spans(values);
-        Self {
-            key,
-            row: layout.row(values),
-            spans,
-        }
+        let (text, split, spans) = layout.key_row_and_spans(values);
+        Self { text, split, spans }
+    }
+
+    /// The canonical key.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.text[..self.split]
+    }
+
+    /// The canonical row.
+    #[must_use]
+    pub fn row(&self) -> &str {
+        &self.text[self.split..]
     }
 }
 
@@ -67,14 +78,17 @@ impl KeyOrder {
 
     fn value<'k>(&self, keyed: &'k Keyed, column: usize) -> &'k str {
         match keyed.spans.get(column) {
-            Some((start, end)) => keyed.key.get(*start as usize..*end as usize).unwrap_or(""),
-            None => keyed.key.get(self.prefix..).unwrap_or(""),
+            Some((start, end)) => keyed
+                .key()
+                .get(*start as usize..*end as usize)
+                .unwrap_or(""),
+            None => keyed.key().get(self.prefix..).unwrap_or(""),
         }
     }
 
     #[must_use]
     pub fn cmp(&self, a: &Keyed, b: &Keyed) -> Ordering {
-        if a.key == b.key {
+        if a.key() == b.key() {
             return Ordering::Equal;
         }
         for (column, kind) in self.kinds.iter().enumerate() {
@@ -136,8 +150,8 @@ impl<I: Iterator<Item = Result<Keyed, Error>>> Cursor<I> {
         {
             return Err(Merge::Unordered {
                 side: self.side,
-                key: next.key.clone(),
-                after: current.key.clone(),
+                key: next.key().to_owned(),
+                after: current.key().to_owned(),
             });
         }
         Ok(head)
@@ -208,29 +222,30 @@ pub fn merge(
             keep(Side::Lake, l);
         }
         lake_rows += group.len() as u64;
-        match (row, group.as_mut_slice()) {
-            (Some(s), []) => push(s.key, DiffKind::Missing, Some(s.row), None),
-            (Some(s), [l]) if s.row == l.row => {}
-            (Some(s), [l]) => push(
-                s.key,
-                DiffKind::Wrong,
-                Some(s.row),
-                Some(std::mem::take(&mut l.row)),
-            ),
-            (Some(s), many) => push(s.key, DiffKind::Duplicate, Some(s.row), Some(joined(many))),
+        let owned = |k: &Keyed| (k.key().to_owned(), k.row().to_owned());
+        match (row, group.as_slice()) {
+            (Some(s), []) => {
+                let (key, row) = owned(&s);
+                push(key, DiffKind::Missing, Some(row), None);
+            }
+            (Some(s), [l]) if s.row() == l.row() => {}
+            (Some(s), [l]) => {
+                let (key, row) = owned(&s);
+                push(key, DiffKind::Wrong, Some(row), Some(l.row().to_owned()));
+            }
+            (Some(s), many) => {
+                let (key, row) = owned(&s);
+                push(key, DiffKind::Duplicate, Some(row), Some(joined(many)));
+            }
             (None, []) => {}
             (None, [l]) => {
                 lake_only += 1;
-                push(
-                    std::mem::take(&mut l.key),
-                    DiffKind::Extra,
-                    None,
-                    Some(std::mem::take(&mut l.row)),
-                );
+                let (key, row) = owned(l);
+                push(key, DiffKind::Extra, None, Some(row));
             }
             (None, many) => {
                 lake_only += 1;
-                let key = std::mem::take(&mut many[0].key);
+                let key = many[0].key().to_owned();
                 push(key, DiffKind::Duplicate, None, Some(joined(many)));
             }
         }
@@ -247,7 +262,7 @@ pub fn merge(
 
 /// Every version of one key the lake holds ([`diff::versions`]).
 fn joined(group: &[Keyed]) -> String {
-    diff::versions(group.iter().map(|k| k.row.as_str()))
+    diff::versions(group.iter().map(Keyed::row))
 }
 
 /// The keys whose kind the source's history decides: a `wrong` row may be
@@ -318,9 +333,11 @@ mod tests {
         let in_memory = compare(
             "t",
             "c",
-            &src.iter().map(|k| (k.key.clone(), k.row.clone())).collect(),
+            &src.iter()
+                .map(|k| (k.key().to_owned(), k.row().to_owned()))
+                .collect(),
             &lk.iter()
-                .map(|k| (k.key.clone(), k.row.clone()))
+                .map(|k| (k.key().to_owned(), k.row().to_owned()))
                 .collect::<Vec<_>>(),
             history,
         );
@@ -429,6 +446,34 @@ mod tests {
             k(Kind::Int, crate::reconcile::canonical::NULL, "1"),
             Ordering::Greater
         );
+        // Integers compare as written (sign, length, digits) exactly as by
+        // value, across signs, lengths and the extremes; text that is not
+        // canonical (leading zeros) still by value.
+        let values = [
+            i128::from(i64::MIN),
+            -1_000_000,
+            -999_999,
+            -10,
+            -9,
+            -1,
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            123_456_789,
+            i128::from(i64::MAX),
+            i128::MAX,
+        ];
+        for a in values {
+            for b in values {
+                let got = k(Kind::Int, &a.to_string(), &b.to_string());
+                assert_eq!(got, a.cmp(&b), "{a} vs {b}");
+            }
+        }
+        assert_eq!(k(Kind::Int, "007", "10"), Ordering::Less);
+        assert_eq!(k(Kind::Int, "-0", "1"), Ordering::Less);
     }
 
     #[test]
@@ -439,7 +484,7 @@ mod tests {
             Keyed::new(&layout, &values)
         };
         let order = KeyOrder::new(&[("a", Kind::Int), ("b", Kind::Text)]);
-        assert_eq!(row(9, "z").key, "a=9, b=\"z\"");
+        assert_eq!(row(9, "z").key(), "a=9, b=\"z\"");
         assert_eq!(order.cmp(&row(9, "z"), &row(10, "a")), Ordering::Less);
         assert_eq!(order.cmp(&row(10, "b"), &row(10, "a")), Ordering::Greater);
         assert_eq!(order.cmp(&row(10, "a"), &row(10, "a")), Ordering::Equal);

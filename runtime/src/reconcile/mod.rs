@@ -324,9 +324,11 @@ async fn streamed(
             chunks(lake_rx),
             |side, row| match side {
                 merge::Side::Source if keep.0 => {
-                    source_rows.push((row.key.clone(), row.row.clone()));
+                    source_rows.push((row.key().to_owned(), row.row().to_owned()));
                 }
-                merge::Side::Lake if keep.1 => lake_rows.push((row.key.clone(), row.row.clone())),
+                merge::Side::Lake if keep.1 => {
+                    lake_rows.push((row.key().to_owned(), row.row().to_owned()));
+                }
                 _ => {}
             },
         );
@@ -459,7 +461,10 @@ async fn lake_rows(
     let mut reader = LakeReader::new(ctx, sql, table).await?;
     let mut out = Vec::new();
     while let Some(rows) = reader.next_chunk().await? {
-        out.extend(rows.into_iter().map(|k| (k.key, k.row)));
+        out.extend(
+            rows.iter()
+                .map(|k| (k.key().to_owned(), k.row().to_owned())),
+        );
     }
     Ok(out)
 }

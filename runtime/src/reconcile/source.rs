@@ -486,9 +486,20 @@ pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
 
 /// A streaming `SELECT` of a table's columns, each row's values in
 /// canonical form in one set of buffers reused row after row.
+///
+/// Read as `COPY (SELECT …) TO STDOUT (FORMAT binary)`: the columns as
+/// stored, in PostgreSQL's binary format (read by `Kind::write_binary`, no
+/// cast or text rendering on the server: half its work on a large read),
+/// and each row's bytes read in place, where a query's rows would each be
+/// parsed into a `Row` first (a third of the reader's time at 10M rows).
+/// The statement is prepared first for its columns' types.
 struct Reader<'t> {
     table: &'t SourceTable,
-    rows: std::pin::Pin<Box<tokio_postgres::RowStream>>,
+    rows: std::pin::Pin<Box<tokio_postgres::CopyOutStream>>,
+    /// The type of each column as the server sends it.
+    types: Vec<tokio_postgres::types::Type>,
+    /// Whether the COPY's header has been read (it comes with the first row).
+    started: bool,
     layout: canonical::Layout<'t>,
     values: Vec<String>,
 }
@@ -499,19 +510,27 @@ impl<'t> Reader<'t> {
         table: &'t SourceTable,
         from: &str,
     ) -> Result<Self, Error> {
-        // The columns as stored: sent in PostgreSQL's binary format and
-        // read by `Kind::write_binary`, no cast or text rendering on the
-        // server (half its work on a large read).
         let exprs: Vec<String> = table.columns.iter().map(|(c, _)| quote_ident(c)).collect();
         let sql = format!("SELECT {} {from}", exprs.join(", "));
         let key_index: Vec<usize> = table.key_columns()?.iter().map(|(i, _, _)| *i).collect();
-        let rows = client
-            .query_raw(&sql, std::iter::empty::<&str>())
+        let failed = || Error::source_query(format!("read {}", table.name));
+        let types = client
+            .prepare(&sql)
             .await
-            .map_err(Error::source_query(format!("read {}", table.name)))?;
+            .map_err(failed())?
+            .columns()
+            .iter()
+            .map(|c| c.type_().clone())
+            .collect();
+        let rows = client
+            .copy_out(&format!("COPY ({sql}) TO STDOUT (FORMAT binary)"))
+            .await
+            .map_err(failed())?;
         Ok(Self {
             table,
             rows: Box::pin(rows),
+            types,
+            started: false,
             layout: canonical::Layout::new(
                 table.columns.iter().map(|(c, _)| c.as_str()).collect(),
                 key_index,
@@ -523,52 +542,89 @@ impl<'t> Reader<'t> {
     /// Read the next row's canonical values into `values` (column order);
     /// false at the end.
     async fn advance(&mut self) -> Result<bool, Error> {
-        let Some(record) = self.rows.try_next().await.map_err(|source| Error::Source {
-            what: format!("read {}", self.table.name),
-            source,
-        })?
-        else {
-            return Ok(false);
-        };
-        for (i, (name, kind)) in self.table.columns.iter().enumerate() {
-            let raw: Option<Raw<'_>> = record.get(i);
-            self.values[i].clear();
-            kind.write_binary(
-                record.columns()[i].type_(),
-                raw.map(|r| r.0),
-                &mut self.values[i],
-            )
-            .map_err(|source| Error::Column {
-                table: self.table.name.clone(),
-                column: name.clone(),
+        loop {
+            let message = self.rows.try_next().await.map_err(|source| Error::Source {
+                what: format!("read {}", self.table.name),
                 source,
             })?;
+            let Some(message) = message else {
+                return Ok(false);
+            };
+            let mut bytes: &[u8] = &message;
+            if !self.started {
+                bytes = copy_header(bytes).ok_or_else(|| self.malformed("its header"))?;
+                self.started = true;
+            }
+            match take(&mut bytes, 2).map(|b| i16::from_be_bytes([b[0], b[1]])) {
+                // The trailer: the stream ends after it.
+                Some(-1) => continue,
+                Some(n) if usize::try_from(n).ok() == Some(self.types.len()) => {}
+                _ => return Err(self.malformed("a row's column count")),
+            }
+            for (i, (name, kind)) in self.table.columns.iter().enumerate() {
+                let value = match take(&mut bytes, 4)
+                    .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                {
+                    Some(-1) => None,
+                    Some(n) => Some(
+                        usize::try_from(n)
+                            .ok()
+                            .and_then(|n| take(&mut bytes, n))
+                            .ok_or_else(|| self.malformed(name))?,
+                    ),
+                    None => return Err(self.malformed(name)),
+                };
+                self.values[i].clear();
+                kind.write_binary(&self.types[i], value, &mut self.values[i])
+                    .map_err(|source| Error::Column {
+                        table: self.table.name.clone(),
+                        column: name.clone(),
+                        source,
+                    })?;
+            }
+            // PostgreSQL sends one row per message.
+            if !bytes.is_empty() {
+                return Err(self.malformed("a row's end"));
+            }
+            return Ok(true);
         }
-        Ok(true)
     }
+
+    fn malformed(&self, what: &str) -> Error {
+        Error::Judge(format!(
+            "read {}: the binary COPY's {what} is not as PostgreSQL documents it",
+            self.table.name
+        ))
+    }
+}
+
+/// The bytes after a binary COPY's header (signature, flags, extension).
+fn copy_header(mut bytes: &[u8]) -> Option<&[u8]> {
+    const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+    if take(&mut bytes, SIGNATURE.len())? != SIGNATURE {
+        return None;
+    }
+    take(&mut bytes, 4)?;
+    let extension = take(&mut bytes, 4)?;
+    let extension = u32::from_be_bytes([extension[0], extension[1], extension[2], extension[3]]);
+    take(&mut bytes, usize::try_from(extension).ok()?)?;
+    Some(bytes)
+}
+
+/// The first `n` bytes of `bytes`, which then starts after them.
+fn take<'b>(bytes: &mut &'b [u8], n: usize) -> Option<&'b [u8]> {
+    if bytes.len() < n {
+        return None;
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Some(head)
 }
 
 /// `"name"` with embedded quotes doubled.
 #[must_use]
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// A value's bytes as PostgreSQL sent them (binary format), for
-/// [`Kind::write_binary`] to read by the column's type.
-struct Raw<'a>(&'a [u8]);
-
-impl<'a> tokio_postgres::types::FromSql<'a> for Raw<'a> {
-    fn from_sql(
-        _: &tokio_postgres::types::Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Self(raw))
-    }
-
-    fn accepts(_: &tokio_postgres::types::Type) -> bool {
-        true
-    }
 }
 
 #[cfg(test)]
