@@ -41,6 +41,7 @@ use datafusion::physical_expr::{
     EquivalenceProperties, LexOrdering, Partitioning, PhysicalExpr, PhysicalSortExpr,
 };
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter::batch_filter;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -498,9 +499,8 @@ impl ExecutionPlan for LakeScanExec {
             count("sorted_groups"),
         );
         let whole = futures_util::stream::once(async move {
-            let (table, schema) = (scan.table.clone(), scan.schema.clone());
-            let name = table.identifier().to_string();
-            let mut tasks = plan_tasks(&table).await.map_err(read_error(&name))?;
+            let name = scan.table.identifier().to_string();
+            let mut tasks = plan_tasks(&scan.table).await.map_err(read_error(&name))?;
             let cache = DeleteCache::default();
             let first = scan
                 .key
@@ -508,10 +508,9 @@ impl ExecutionPlan for LakeScanExec {
                 .filter(|_| in_key_order || !scan.range.is_everything());
             let Some(first) = first else {
                 read.add(tasks.len());
-                let files = files_stream(table, tasks, cache);
-                return Ok(rebuilt(files, schema, name, scan.filter.clone()).boxed());
+                return Ok(Files::new(&scan, tasks, &cache).execute(context).boxed());
             };
-            let ranges = file_ranges(&table, first.field_id)
+            let ranges = file_ranges(&scan.table, first.field_id)
                 .await
                 .map_err(read_error(&name))?;
             let planned = tasks.len();
@@ -522,8 +521,7 @@ impl ExecutionPlan for LakeScanExec {
             read.add(tasks.len());
             skipped.add(planned - tasks.len());
             if !in_key_order {
-                let files = files_stream(table, tasks, cache);
-                return Ok(rebuilt(files, schema, name, scan.filter.clone()).boxed());
+                return Ok(Files::new(&scan, tasks, &cache).execute(context).boxed());
             }
             let ordering = LexOrdering::new(scan.key.iter().map(|k| ascending(&k.name, k.index)))
                 .ok_or_else(|| DataFusionError::Internal("an empty key".into()))?;
@@ -532,13 +530,8 @@ impl ExecutionPlan for LakeScanExec {
             let key: Vec<usize> = scan.key.iter().map(|k| k.index).collect();
             let sorted = futures_util::stream::iter(clusters)
                 .map(move |group| {
-                    let files = Files {
-                        table: table.clone(),
-                        tasks: group,
-                        cache: cache.clone(),
-                        schema: schema.clone(),
-                        filter: scan.filter.clone(),
-                    };
+                    let files = Files::new(&scan, group, &cache);
+                    let schema = scan.schema.clone();
                     // One file of a bounded size: its rows are in memory
                     // already (the reader holds a file's rows), sorted
                     // there. A group of files: DataFusion's sort, which
@@ -556,13 +549,11 @@ impl ExecutionPlan for LakeScanExec {
                             ))
                         };
                         let stream = futures_util::stream::once(sorted).try_flatten();
-                        return Ok(
-                            Box::pin(RecordBatchStreamAdapter::new(schema.clone(), stream))
-                                as SendableRecordBatchStream,
-                        );
+                        return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+                            as SendableRecordBatchStream);
                     }
                     let input = StreamingTableExec::try_new(
-                        schema.clone(),
+                        schema,
                         vec![Arc::new(files)],
                         None,
                         [],
@@ -602,26 +593,13 @@ fn rebuilt(
     let batches = files.map(move |batch| {
         let batch = batch.map_err(read_error(&table))?;
         let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-        kept(batch, filter.as_deref())
+        // The rows the filter keeps (NULL drops a row, as in `WHERE`).
+        match &filter {
+            Some(filter) => batch_filter(&batch, filter),
+            None => Ok(batch),
+        }
     });
     Box::pin(RecordBatchStreamAdapter::new(plan_schema, batches))
-}
-
-/// `batch`'s rows that `filter` keeps (NULL drops a row, as in `WHERE`).
-fn kept(batch: RecordBatch, filter: Option<&dyn PhysicalExpr>) -> DfResult<RecordBatch> {
-    let Some(filter) = filter else {
-        return Ok(batch);
-    };
-    let keep = filter.evaluate(&batch)?.into_array(batch.num_rows())?;
-    let keep = keep
-        .as_any()
-        .downcast_ref::<arrow_array::BooleanArray>()
-        .ok_or_else(|| {
-            DataFusionError::Internal(format!("a filter of type {}", keep.data_type()))
-        })?;
-    Ok(datafusion::arrow::compute::filter_record_batch(
-        &batch, keep,
-    )?)
 }
 
 /// Some of a table's data files as one DataFusion partition (the input of
@@ -633,6 +611,18 @@ struct Files {
     cache: DeleteCache,
     schema: SchemaRef,
     filter: Option<Arc<dyn PhysicalExpr>>,
+}
+
+impl Files {
+    fn new(scan: &Scan, tasks: Vec<FileScanTask>, cache: &DeleteCache) -> Self {
+        Self {
+            table: scan.table.clone(),
+            tasks,
+            cache: cache.clone(),
+            schema: scan.schema.clone(),
+            filter: scan.filter.clone(),
+        }
+    }
 }
 
 impl PartitionStream for Files {

@@ -853,8 +853,6 @@ pub fn decimal_unscaled(value: i128, scale: i8) -> String {
     out
 }
 
-/// [`decimal_unscaled`] appended to `out`, by arithmetic: the integer
-/// part, then the fraction without its trailing zeros; no sign on zero.
 /// Two integers' canonical forms by value: as written (an optional `-`,
 /// digits without leading zeros) by sign, length and digits, without
 /// parsing them (the merge compares two keys for every row); anything else
@@ -891,6 +889,8 @@ fn cmp_int(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+/// [`decimal_unscaled`] appended to `out`, by arithmetic: the integer
+/// part, then the fraction without its trailing zeros; no sign on zero.
 fn decimal_unscaled_into(value: i128, scale: i8, out: &mut String) {
     if scale <= 0 || scale > 38 {
         out.push_str(&decimal_unscaled_text(value, scale));

@@ -56,6 +56,12 @@ impl Keyed {
     pub fn row(&self) -> &str {
         &self.text[self.split..]
     }
+
+    /// (key, row), each a string of its own (a diff row, a row table).
+    #[must_use]
+    pub fn to_pair(&self) -> (String, String) {
+        (self.key().to_owned(), self.row().to_owned())
+    }
 }
 
 /// How two keys of one table compare, column by column.
@@ -222,25 +228,24 @@ pub fn merge(
             keep(Side::Lake, l);
         }
         lake_rows += group.len() as u64;
-        let owned = |k: &Keyed| (k.key().to_owned(), k.row().to_owned());
         match (row, group.as_slice()) {
             (Some(s), []) => {
-                let (key, row) = owned(&s);
+                let (key, row) = s.to_pair();
                 push(key, DiffKind::Missing, Some(row), None);
             }
             (Some(s), [l]) if s.row() == l.row() => {}
             (Some(s), [l]) => {
-                let (key, row) = owned(&s);
+                let (key, row) = s.to_pair();
                 push(key, DiffKind::Wrong, Some(row), Some(l.row().to_owned()));
             }
             (Some(s), many) => {
-                let (key, row) = owned(&s);
+                let (key, row) = s.to_pair();
                 push(key, DiffKind::Duplicate, Some(row), Some(joined(many)));
             }
             (None, []) => {}
             (None, [l]) => {
                 lake_only += 1;
-                let (key, row) = owned(l);
+                let (key, row) = l.to_pair();
                 push(key, DiffKind::Extra, None, Some(row));
             }
             (None, many) => {
@@ -333,12 +338,8 @@ mod tests {
         let in_memory = compare(
             "t",
             "c",
-            &src.iter()
-                .map(|k| (k.key().to_owned(), k.row().to_owned()))
-                .collect(),
-            &lk.iter()
-                .map(|k| (k.key().to_owned(), k.row().to_owned()))
-                .collect::<Vec<_>>(),
+            &src.iter().map(Keyed::to_pair).collect(),
+            &lk.iter().map(Keyed::to_pair).collect::<Vec<_>>(),
             history,
         );
         lk.sort_by(|a, b| order().cmp(a, b));

@@ -324,10 +324,10 @@ async fn streamed(
             chunks(lake_rx),
             |side, row| match side {
                 merge::Side::Source if keep.0 => {
-                    source_rows.push((row.key().to_owned(), row.row().to_owned()));
+                    source_rows.push(row.to_pair());
                 }
                 merge::Side::Lake if keep.1 => {
-                    lake_rows.push((row.key().to_owned(), row.row().to_owned()));
+                    lake_rows.push(row.to_pair());
                 }
                 _ => {}
             },
@@ -461,10 +461,7 @@ async fn lake_rows(
     let mut reader = LakeReader::new(ctx, sql, table).await?;
     let mut out = Vec::new();
     while let Some(rows) = reader.next_chunk().await? {
-        out.extend(
-            rows.iter()
-                .map(|k| (k.key().to_owned(), k.row().to_owned())),
-        );
+        out.extend(rows.iter().map(merge::Keyed::to_pair));
     }
     Ok(out)
 }
