@@ -474,10 +474,11 @@ pub fn step(state: &Path, n: u64, step: Step) -> BenchResult<bool> {
         .ports()
         .map_err(|e| format!("{e} --state {}", state.display()))?;
     let runtime = crate::stack_cli::runtime()?;
-    let measured = runtime.block_on(async {
+    let root = stack.state().root().to_owned();
+    let measured = crate::stack_cli::on_worker(&runtime, async move {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
-        let lake = Lake::open(stack.state().root()).await?;
+        let lake = Lake::open(&root).await?;
         match step {
             Step::Reconciler => time_reconciler(&source, &lake, n, Layout::Overlapping).await,
             Step::ReconcilerDisjoint => time_reconciler(&source, &lake, n, Layout::Disjoint).await,

@@ -272,11 +272,12 @@ pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
     lake_arg(&args.job.lake, args.job.warehouse.as_deref())?;
     args.job.lake_namespace()?;
     let runtime = crate::stack_cli::runtime()?;
-    let scored = runtime.block_on(async {
-        if args.workers.is_empty() {
-            compare(&args.job, None).await
+    let (job, workers) = (args.job.clone(), args.workers.to_vec());
+    let scored = crate::stack_cli::on_worker(&runtime, async move {
+        if workers.is_empty() {
+            compare(&job, None).await
         } else {
-            distributed(&args.job, args.workers).await
+            distributed(&job, &workers).await
         }
     })?;
     finish(&scored, args.out)

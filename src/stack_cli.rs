@@ -16,6 +16,25 @@ pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
         .map_err(|e| format!("cannot start the async runtime: {e}").into())
 }
 
+/// Run `work` to its end as a task on `runtime`'s workers rather than on
+/// the calling thread (which `block_on` would use): a reconciliation's
+/// source reader then runs on the worker that drives its PostgreSQL
+/// connection, which hands it rows without waking another thread for each
+/// batch the socket delivers.
+pub fn on_worker<F>(runtime: &tokio::runtime::Runtime, work: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match runtime.block_on(runtime.spawn(work)) {
+        Ok(output) => output,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the runtime dropped its work: {e}"),
+        },
+    }
+}
+
 /// The stack in `state` and its ports, for commands that need it running;
 /// the error says how to start it (with this state directory).
 /// The stack a command acts on: the one `up` started in `state`, or the

@@ -11,7 +11,11 @@
 //! overlap, in key order; the read sorts one group at a time
 //! (DataFusion's `SortExec` under the session's memory pool: in memory when
 //! the group fits, spilling as before when it does not) and emits the
-//! groups one after another. A table written in key order (what
+//! groups one after another. A group of several files is sorted in as
+//! many parts as the session has partitions (one per core), each on a task
+//! of its own, merged by DataFusion's `SortPreservingMergeExec`: nothing
+//! reaches the reconciler before a group is sorted, so its sort should use
+//! every core. A table written in key order (what
 //! [`super::Lake::compact`] writes) is one file per group; a table whose
 //! every file spans the keys (a consumer's appends and updates) is one
 //! group, sorted as a whole as before.
@@ -31,6 +35,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{SchemaRef, SortOptions};
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::{DFSchema, DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::datasource::TableType;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -44,6 +49,7 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter::batch_filter;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{
@@ -541,9 +547,17 @@ impl ExecutionPlan for LakeScanExec {
                     {
                         let rows = files.execute(context.clone());
                         let key = key.clone();
-                        let sorted = async move {
+                        // Read on a task of its own from the moment the
+                        // group is planned: the next file is read while
+                        // this one is handed on (`buffered` below).
+                        let reading = SpawnedTask::spawn(async move {
                             let rows: Vec<RecordBatch> = rows.try_collect().await?;
-                            let sorted = sort_rows(rows, &key, SORTED_BATCH_ROWS)?;
+                            sort_rows(rows, &key, SORTED_BATCH_ROWS)
+                        });
+                        let sorted = async move {
+                            let sorted = reading.join().await.map_err(|e| {
+                                DataFusionError::Internal(format!("a file's read stopped: {e}"))
+                            })??;
                             Ok::<_, DataFusionError>(futures_util::stream::iter(
                                 sorted.into_iter().map(Ok),
                             ))
@@ -552,16 +566,28 @@ impl ExecutionPlan for LakeScanExec {
                         return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream))
                             as SendableRecordBatchStream);
                     }
-                    let input = StreamingTableExec::try_new(
-                        schema,
-                        vec![Arc::new(files)],
-                        None,
-                        [],
-                        false,
-                        None,
-                    )?;
-                    SortExec::new(ordering.clone(), Arc::new(input)).execute(0, context.clone())
+                    // Sorted in parts, one per core, merged as they come:
+                    // the sort reads every file before it hands on a row,
+                    // and nothing else has work to do until it does.
+                    let parts = context.session_config().target_partitions();
+                    let parts: Vec<Arc<dyn PartitionStream>> =
+                        split_by_size(files.tasks, parts, |t| t.record_count.unwrap_or(0))
+                            .into_iter()
+                            .map(|tasks| {
+                                Arc::new(Files::new(&scan, tasks, &cache))
+                                    as Arc<dyn PartitionStream>
+                            })
+                            .collect();
+                    let input = StreamingTableExec::try_new(schema, parts, None, [], false, None)?;
+                    let sorted = SortExec::new(ordering.clone(), Arc::new(input))
+                        .with_preserve_partitioning(true);
+                    SortPreservingMergeExec::new(ordering.clone(), Arc::new(sorted))
+                        .execute(0, context.clone())
                 })
+                // The next group planned (a single file: being read) while
+                // this one is handed on.
+                .map(futures_util::future::ready)
+                .buffered(2)
                 .try_flatten()
                 .boxed();
             Ok::<_, DataFusionError>(sorted)
@@ -635,6 +661,22 @@ impl PartitionStream for Files {
         let table = self.table.identifier().to_string();
         rebuilt(files, self.schema.clone(), table, self.filter.clone())
     }
+}
+
+/// `items` in at most `parts` non-empty parts of about the same `size`
+/// each (the biggest first, each into the part with the least so far).
+fn split_by_size<T>(mut items: Vec<T>, parts: usize, size: impl Fn(&T) -> u64) -> Vec<Vec<T>> {
+    items.sort_by_key(|t| std::cmp::Reverse(size(t)));
+    let mut out: Vec<(u64, Vec<T>)> = Vec::new();
+    for item in items {
+        if out.len() < parts.max(1) {
+            out.push((size(&item), vec![item]));
+        } else if let Some(smallest) = out.iter_mut().min_by_key(|(n, _)| *n) {
+            smallest.0 += size(&item);
+            smallest.1.push(item);
+        }
+    }
+    out.into_iter().map(|(_, part)| part).collect()
 }
 
 /// Each live data file's range of field `field_id` (the first key column),
@@ -809,7 +851,7 @@ mod tests {
     use arrow_array::{Int64Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 
-    use super::{group_by_range, in_order, sort_rows};
+    use super::{group_by_range, in_order, sort_rows, split_by_size};
 
     fn batches(rows: &[&[(i64, &str)]]) -> Vec<RecordBatch> {
         let schema = Arc::new(Schema::new(vec![
@@ -865,5 +907,17 @@ mod tests {
         assert_eq!(groups, [vec!["a", "wide", "b", "c"], vec!["d"]]);
         // Nothing to group.
         assert!(group_by_range::<&str, i32>(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn a_group_is_sorted_in_parts_of_about_the_same_rows() {
+        let split = |sizes: &[u64], parts| split_by_size(sizes.to_vec(), parts, |n| *n);
+        assert_eq!(
+            split(&[5, 40, 10, 30, 20], 2),
+            [vec![40, 10, 5], vec![30, 20]]
+        );
+        assert_eq!(split(&[7, 3], 4), [vec![7], vec![3]], "never an empty part");
+        assert_eq!(split(&[7, 3], 0), [vec![7, 3]], "at least one part");
+        assert!(split(&[], 2).is_empty());
     }
 }

@@ -1363,6 +1363,43 @@ pub fn arrow_text(array: &ArrayRef) -> Option<Vec<Option<String>>> {
     })
 }
 
+/// `-?[0-9]+` that fits an `i64`; `None` for anything else (NULL, a value
+/// past `i64`), which [`Kind::cmp_canonical`] then orders.
+#[must_use]
+pub fn plain_i64(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        digits => (false, digits),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i64::from(digit - b'0');
+    }
+    Some(if negative { -value } else { value })
+}
+
+/// One row as [`Layout::write`] writes it: the canonical row, then the
+/// canonical key, in one string.
+#[derive(Debug)]
+pub struct Written {
+    pub text: String,
+    /// Where the row ends and the key begins.
+    pub split: usize,
+    /// Each key value's byte range in the key (in key order), when the key
+    /// has more than one column; a one-column key's value is everything
+    /// after `name=`.
+    pub spans: Vec<(u32, u32)>,
+    /// A one-column key's value as an `i64`, if it is written as one
+    /// ([`plain_i64`]; the merge orders integer keys by it).
+    pub int: Option<i64>,
+}
+
 /// One table's columns, laid out once for [`row`] (by name) and [`join`]
 /// over the key, so each row is joined straight from its rendered values.
 #[derive(Debug, Clone)]
@@ -1399,30 +1436,56 @@ impl<'a> Layout<'a> {
         self.join(&self.key, values)
     }
 
-    /// [`Layout::key`] followed by [`Layout::row`] in one string, where
-    /// the key ends, and where each key value sits in the key (byte ranges,
-    /// in key order) when the key has more than one column; a one-column
-    /// key's value is everything after `name=`.
-    #[must_use]
-    pub fn key_row_and_spans(&self, values: &[String]) -> (String, usize, Vec<(u32, u32)>) {
-        let mut out = String::with_capacity(
-            self.joined_len(&self.key, values) + self.joined_len(&self.by_name, values),
-        );
-        self.join_into(&self.key, values, &mut out);
-        let split = out.len();
-        self.join_into(&self.by_name, values, &mut out);
-        if self.key.len() < 2 {
-            return (out, split, Vec::new());
+    /// [`Layout::row`] followed by [`Layout::key`] in one string, written
+    /// straight from the columns' values ([`Written`]): `render(i, out)`
+    /// appends column `i`'s canonical value to `out`, column after column
+    /// in name order; the key's values are copied from the row's. `ranges`
+    /// is scratch space, reused row after row.
+    pub fn write<E>(
+        &self,
+        capacity: usize,
+        ranges: &mut Vec<(usize, usize)>,
+        mut render: impl FnMut(usize, &mut String) -> Result<(), E>,
+    ) -> Result<Written, E> {
+        let mut text = String::with_capacity(capacity);
+        ranges.resize(self.names.len(), (0, 0));
+        for (n, &i) in self.by_name.iter().enumerate() {
+            if n > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(self.names[i]);
+            text.push('=');
+            let start = text.len();
+            render(i, &mut text)?;
+            ranges[i] = (start, text.len());
         }
-        let mut spans = Vec::with_capacity(self.key.len());
-        let mut at = 0;
-        for i in &self.key {
-            let start = at + self.names[*i].len() + 1;
-            let end = start + values[*i].len();
-            spans.push((start as u32, end as u32));
-            at = end + 2;
+        let split = text.len();
+        let int = match self.key.as_slice() {
+            [i] => plain_i64(&text[ranges[*i].0..ranges[*i].1]),
+            _ => None,
+        };
+        let mut spans = Vec::new();
+        if self.key.len() > 1 {
+            spans.reserve_exact(self.key.len());
         }
-        (out, split, spans)
+        for (n, &i) in self.key.iter().enumerate() {
+            if n > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(self.names[i]);
+            text.push('=');
+            let start = text.len() - split;
+            text.extend_from_within(ranges[i].0..ranges[i].1);
+            if self.key.len() > 1 {
+                spans.push((start as u32, (text.len() - split) as u32));
+            }
+        }
+        Ok(Written {
+            text,
+            split,
+            spans,
+            int,
+        })
     }
 
     fn join(&self, order: &[usize], values: &[String]) -> String {

@@ -20,41 +20,79 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::canonical::{Kind, Layout};
+use super::canonical::{Kind, Layout, Written};
 use super::diff::{self, Counts, DiffKind, DiffRow, History};
 use super::error::Error;
 
-/// One row of either side: its canonical key and row, in one allocation
-/// (a reader makes one of these per row of each side).
+/// One row of either side: its canonical row and key, in one allocation
+/// (a reader makes one of these per row of each side, [`Layout::write`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keyed {
-    /// The key, then the row.
+    /// The row, then the key.
     text: String,
-    /// Where the key ends in `text`.
+    /// Where the row ends in `text`.
     split: usize,
     /// Byte ranges of each key value in the key (empty: a one-column key,
     /// whose value follows `name=`).
     pub spans: Vec<(u32, u32)>,
+    /// A one-column key's value as an integer, if it is one
+    /// ([`Written::int`]).
+    int: Option<i64>,
+}
+
+impl From<Written> for Keyed {
+    fn from(w: Written) -> Self {
+        Self {
+            text: w.text,
+            split: w.split,
+            spans: w.spans,
+            int: w.int,
+        }
+    }
 }
 
 impl Keyed {
     /// The row of canonical `values` (in `layout`'s column order).
     #[must_use]
     pub fn new(layout: &Layout<'_>, values: &[String]) -> Self {
-        let (text, split, spans) = layout.key_row_and_spans(values);
-        Self { text, split, spans }
+        Self::write(layout, 0, &mut Vec::new(), |i, out| {
+            out.push_str(&values[i]);
+        })
+    }
+
+    /// [`Layout::write`] with a `render` that cannot fail.
+    pub fn write(
+        layout: &Layout<'_>,
+        capacity: usize,
+        ranges: &mut Vec<(usize, usize)>,
+        mut render: impl FnMut(usize, &mut String),
+    ) -> Self {
+        let written = layout.write(capacity, ranges, |i, out| {
+            render(i, out);
+            Ok::<_, std::convert::Infallible>(())
+        });
+        match written {
+            Ok(w) => w.into(),
+            Err(never) => match never {},
+        }
+    }
+
+    /// The length of its text (row and key).
+    #[must_use]
+    pub fn text_len(&self) -> usize {
+        self.text.len()
     }
 
     /// The canonical key.
     #[must_use]
     pub fn key(&self) -> &str {
-        &self.text[..self.split]
+        &self.text[self.split..]
     }
 
     /// The canonical row.
     #[must_use]
     pub fn row(&self) -> &str {
-        &self.text[self.split..]
+        &self.text[..self.split]
     }
 
     /// (key, row), each a string of its own (a diff row, a row table).
@@ -70,6 +108,8 @@ pub struct KeyOrder {
     kinds: Vec<Kind>,
     /// `name=` of a one-column key.
     prefix: usize,
+    /// The key is one integer column.
+    int_key: bool,
 }
 
 impl KeyOrder {
@@ -79,7 +119,18 @@ impl KeyOrder {
         Self {
             kinds: columns.iter().map(|(_, k)| *k).collect(),
             prefix: columns.first().map_or(0, |(n, _)| n.len() + 1),
+            int_key: matches!(columns, [(_, Kind::Int)]),
         }
+    }
+
+    /// A one-column integer key's two values, if both are plain decimals
+    /// that fit an `i64` (the usual primary key: read once per row, then
+    /// compared without [`Kind::cmp_canonical`]'s checks).
+    fn ints(&self, a: &Keyed, b: &Keyed) -> Option<(i64, i64)> {
+        if !self.int_key {
+            return None;
+        }
+        a.int.zip(b.int)
     }
 
     fn value<'k>(&self, keyed: &'k Keyed, column: usize) -> &'k str {
@@ -94,6 +145,9 @@ impl KeyOrder {
 
     #[must_use]
     pub fn cmp(&self, a: &Keyed, b: &Keyed) -> Ordering {
+        if let Some((x, y)) = self.ints(a, b) {
+            return x.cmp(&y);
+        }
         if a.key() == b.key() {
             return Ordering::Equal;
         }
@@ -138,27 +192,39 @@ pub struct Merged {
 struct Cursor<I> {
     rows: I,
     head: Option<Keyed>,
+    /// The head has the key of the row taken before it.
+    repeats: bool,
     side: &'static str,
 }
 
 impl<I: Iterator<Item = Result<Keyed, Error>>> Cursor<I> {
     fn new(mut rows: I, side: &'static str) -> Result<Self, Merge> {
         let head = rows.next().transpose()?;
-        Ok(Self { rows, head, side })
+        Ok(Self {
+            rows,
+            head,
+            repeats: false,
+            side,
+        })
     }
 
     /// The head, after pulling the next row and checking it is not before it.
     fn take(&mut self, order: &KeyOrder) -> Result<Option<Keyed>, Merge> {
         let next = self.rows.next().transpose()?;
         let head = std::mem::replace(&mut self.head, next);
-        if let (Some(current), Some(next)) = (&head, &self.head)
-            && order.cmp(current, next) == Ordering::Greater
-        {
-            return Err(Merge::Unordered {
-                side: self.side,
-                key: next.key().to_owned(),
-                after: current.key().to_owned(),
-            });
+        self.repeats = false;
+        if let (Some(current), Some(next)) = (&head, &self.head) {
+            match order.cmp(current, next) {
+                Ordering::Greater => {
+                    return Err(Merge::Unordered {
+                        side: self.side,
+                        key: next.key().to_owned(),
+                        after: current.key().to_owned(),
+                    });
+                }
+                Ordering::Equal => self.repeats = true,
+                Ordering::Less => {}
+            }
         }
         Ok(head)
     }
@@ -213,10 +279,7 @@ pub fn merge(
         group.clear();
         if ord != Ordering::Less {
             group.extend(lake.take(order)?);
-            while let Some(next) = &lake.head {
-                if order.cmp(&group[0], next) != Ordering::Equal {
-                    break;
-                }
+            while lake.repeats {
                 group.extend(lake.take(order)?);
             }
         }
@@ -475,6 +538,25 @@ mod tests {
         }
         assert_eq!(k(Kind::Int, "007", "10"), Ordering::Less);
         assert_eq!(k(Kind::Int, "-0", "1"), Ordering::Less);
+        // A one-column integer key (compared as i64 where it fits) orders
+        // the same way, NULL last.
+        let layout = Layout::new(vec!["id"], vec![0]);
+        let key = |v: &str| Keyed::new(&layout, &[v.to_owned()]);
+        let null = crate::reconcile::canonical::NULL;
+        let texts: Vec<String> = values
+            .iter()
+            .map(ToString::to_string)
+            .chain(["007".into(), "-0".into(), null.into()])
+            .collect();
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(
+                    order().cmp(&key(a), &key(b)),
+                    k(Kind::Int, a, b),
+                    "{a} vs {b}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -472,8 +472,10 @@ struct LakeReader<'t> {
     table: &'t SourceTable,
     stream: datafusion::physical_plan::SendableRecordBatchStream,
     layout: canonical::Layout<'t>,
-    /// One buffer per column, reused row after row.
-    values: Vec<String>,
+    /// [`canonical::Layout::write`]'s scratch space.
+    ranges: Vec<(usize, usize)>,
+    /// The length of the last row's text (the next one's capacity).
+    last: usize,
 }
 
 impl<'t> LakeReader<'t> {
@@ -487,7 +489,8 @@ impl<'t> LakeReader<'t> {
                 table.columns.iter().map(|(n, _)| n.as_str()).collect(),
                 key,
             ),
-            values: vec![String::new(); table.columns.len()],
+            ranges: Vec::new(),
+            last: 0,
         })
     }
 
@@ -512,15 +515,15 @@ impl<'t> LakeReader<'t> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::with_capacity(batch.num_rows());
-        for i in 0..batch.num_rows() {
-            for (value, render) in self.values.iter_mut().zip(&renderers) {
-                value.clear();
-                match render {
-                    Some(render) => render(i, value),
-                    None => value.push_str(canonical::NULL),
+        for row in 0..batch.num_rows() {
+            let keyed = merge::Keyed::write(&self.layout, self.last, &mut self.ranges, |i, out| {
+                match &renderers[i] {
+                    Some(render) => render(row, out),
+                    None => out.push_str(canonical::NULL),
                 }
-            }
-            out.push(merge::Keyed::new(&self.layout, &self.values));
+            });
+            self.last = keyed.text_len();
+            out.push(keyed);
         }
         Ok(Some(out))
     }

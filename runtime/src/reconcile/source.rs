@@ -421,11 +421,9 @@ async fn read(
     mut each: impl FnMut(String, String),
 ) -> Result<(), Error> {
     let mut reader = Reader::new(client, table, from).await?;
-    while reader.advance().await? {
-        each(
-            reader.layout.key(&reader.values),
-            reader.layout.row(&reader.values),
-        );
+    while let Some(row) = reader.next().await? {
+        let (key, row) = row.to_pair();
+        each(key, row);
     }
     Ok(())
 }
@@ -455,8 +453,8 @@ pub async fn send_ordered(
         );
         let mut reader = Reader::new(client, table, &from).await?;
         let mut rows = Vec::with_capacity(chunk);
-        while reader.advance().await? {
-            rows.push(Keyed::new(&reader.layout, &reader.values));
+        while let Some(row) = reader.next().await? {
+            rows.push(row);
             if rows.len() == chunk {
                 let full = std::mem::replace(&mut rows, Vec::with_capacity(chunk));
                 if to.send(Ok(full)).await.is_err() {
@@ -484,8 +482,8 @@ pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
     Ok(KeyOrder::new(&columns))
 }
 
-/// A streaming `SELECT` of a table's columns, each row's values in
-/// canonical form in one set of buffers reused row after row.
+/// A streaming `SELECT` of a table's columns, each row written in
+/// canonical form straight from its bytes ([`canonical::Layout::write`]).
 ///
 /// Read as `COPY (SELECT …) TO STDOUT (FORMAT binary)`: the columns as
 /// stored, in PostgreSQL's binary format (read by `Kind::write_binary`, no
@@ -501,7 +499,12 @@ struct Reader<'t> {
     /// Whether the COPY's header has been read (it comes with the first row).
     started: bool,
     layout: canonical::Layout<'t>,
-    values: Vec<String>,
+    /// Where each column's value sits in the current row's message (`None`:
+    /// NULL), and [`canonical::Layout::write`]'s scratch space.
+    at: Vec<Option<(usize, usize)>>,
+    ranges: Vec<(usize, usize)>,
+    /// The length of the last row's text (the next one's capacity).
+    last: usize,
 }
 
 impl<'t> Reader<'t> {
@@ -535,20 +538,21 @@ impl<'t> Reader<'t> {
                 table.columns.iter().map(|(c, _)| c.as_str()).collect(),
                 key_index,
             ),
-            values: vec![String::new(); table.columns.len()],
+            at: vec![None; table.columns.len()],
+            ranges: Vec::new(),
+            last: 0,
         })
     }
 
-    /// Read the next row's canonical values into `values` (column order);
-    /// false at the end.
-    async fn advance(&mut self) -> Result<bool, Error> {
+    /// The next row; `None` at the end.
+    async fn next(&mut self) -> Result<Option<Keyed>, Error> {
         loop {
             let message = self.rows.try_next().await.map_err(|source| Error::Source {
                 what: format!("read {}", self.table.name),
                 source,
             })?;
             let Some(message) = message else {
-                return Ok(false);
+                return Ok(None);
             };
             let mut bytes: &[u8] = &message;
             if !self.started {
@@ -561,32 +565,47 @@ impl<'t> Reader<'t> {
                 Some(n) if usize::try_from(n).ok() == Some(self.types.len()) => {}
                 _ => return Err(self.malformed("a row's column count")),
             }
-            for (i, (name, kind)) in self.table.columns.iter().enumerate() {
-                let value = match take(&mut bytes, 4)
+            for (i, (name, _)) in self.table.columns.iter().enumerate() {
+                self.at[i] = match take(&mut bytes, 4)
                     .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
                 {
                     Some(-1) => None,
-                    Some(n) => Some(
+                    Some(n) => {
+                        let start = message.len() - bytes.len();
                         usize::try_from(n)
                             .ok()
                             .and_then(|n| take(&mut bytes, n))
-                            .ok_or_else(|| self.malformed(name))?,
-                    ),
+                            .ok_or_else(|| self.malformed(name))?;
+                        Some((start, message.len() - bytes.len()))
+                    }
                     None => return Err(self.malformed(name)),
                 };
-                self.values[i].clear();
-                kind.write_binary(&self.types[i], value, &mut self.values[i])
-                    .map_err(|source| Error::Column {
-                        table: self.table.name.clone(),
-                        column: name.clone(),
-                        source,
-                    })?;
             }
             // PostgreSQL sends one row per message.
             if !bytes.is_empty() {
                 return Err(self.malformed("a row's end"));
             }
-            return Ok(true);
+            let Self {
+                table,
+                types,
+                layout,
+                at,
+                ranges,
+                ..
+            } = self;
+            let written = layout.write(self.last, ranges, |i, out| {
+                let value = at[i].map(|(start, end)| &message[start..end]);
+                table.columns[i]
+                    .1
+                    .write_binary(&types[i], value, out)
+                    .map_err(|source| Error::Column {
+                        table: table.name.clone(),
+                        column: table.columns[i].0.clone(),
+                        source,
+                    })
+            })?;
+            self.last = written.text.len();
+            return Ok(Some(written.into()));
         }
     }
 
