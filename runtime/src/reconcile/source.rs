@@ -500,8 +500,9 @@ struct Reader<'t> {
     started: bool,
     layout: canonical::Layout<'t>,
     /// Where each column's value sits in the current row's message (`None`:
-    /// NULL), and [`canonical::Layout::write`]'s scratch space.
+    /// NULL).
     at: Vec<Option<(usize, usize)>>,
+    /// [`canonical::Layout::write`]'s scratch space.
     ranges: Vec<(usize, usize)>,
     /// The length of the last row's text (the next one's capacity).
     last: usize,
