@@ -804,38 +804,34 @@ fn sort_rows(
 /// Whether `rows` are already in the order of columns `key` (ascending,
 /// NULLs last), checked row after row without copying them.
 fn in_order(rows: &[RecordBatch], key: &[usize]) -> Result<bool, arrow_schema::ArrowError> {
-    use datafusion::arrow::array::make_comparator;
+    use datafusion::arrow::array::{DynComparator, make_comparator};
     use std::cmp::Ordering;
     let options = SortOptions {
         descending: false,
         nulls_first: false,
     };
+    // The key's columns of batch `a` against those of batch `b`.
+    let comparators = |a: &RecordBatch, b: &RecordBatch| {
+        key.iter()
+            .map(|k| make_comparator(a.column(*k), b.column(*k), options))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    // Whether row `i` comes after row `j`: the first column that differs.
+    let after = |compare: &[DynComparator], i: usize, j: usize| {
+        compare.iter().map(|c| c(i, j)).find(|o| o.is_ne()) == Some(Ordering::Greater)
+    };
     let mut previous: Option<&RecordBatch> = None;
     for batch in rows.iter().filter(|b| b.num_rows() > 0) {
         // The batch's first row against the last row before it, then each
-        // row against the one before it, column by column.
-        if let Some(last) = previous {
-            for k in key {
-                let compare = make_comparator(last.column(*k), batch.column(*k), options)?;
-                match compare(last.num_rows() - 1, 0) {
-                    Ordering::Equal => {}
-                    Ordering::Less => break,
-                    Ordering::Greater => return Ok(false),
-                }
-            }
+        // row against the one before it.
+        if let Some(last) = previous
+            && after(&comparators(last, batch)?, last.num_rows() - 1, 0)
+        {
+            return Ok(false);
         }
-        let comparators = key
-            .iter()
-            .map(|k| make_comparator(batch.column(*k), batch.column(*k), options))
-            .collect::<Result<Vec<_>, _>>()?;
-        for i in 1..batch.num_rows() {
-            for compare in &comparators {
-                match compare(i - 1, i) {
-                    Ordering::Equal => {}
-                    Ordering::Less => break,
-                    Ordering::Greater => return Ok(false),
-                }
-            }
+        let within = comparators(batch, batch)?;
+        if (1..batch.num_rows()).any(|i| after(&within, i - 1, i)) {
+            return Ok(false);
         }
         previous = Some(batch);
     }

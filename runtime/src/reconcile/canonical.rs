@@ -1384,29 +1384,73 @@ pub fn plain_i64(text: &str) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
-/// One row as [`Layout::write`] writes it: the canonical row, then the
-/// canonical key, in one string.
-#[derive(Debug)]
-pub struct Written {
-    pub text: String,
-    /// Where the row ends and the key begins.
-    pub split: usize,
-    /// Each key value's byte range in the key (in key order), when the key
-    /// has more than one column; a one-column key's value is everything
-    /// after `name=`.
+/// One row of either side of a reconciliation: its canonical row, then its
+/// canonical key, in one string (one allocation per row and side), as
+/// [`Layout::write`] writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyed {
+    /// The row, then the key.
+    text: String,
+    /// Where the row ends in `text`.
+    split: usize,
+    /// Byte ranges of each key value in the key (in key order), when the
+    /// key has more than one column; a one-column key's value is
+    /// everything after `name=`.
     pub spans: Vec<(u32, u32)>,
     /// A one-column key's value as an `i64`, if it is written as one
     /// ([`plain_i64`]; the merge orders integer keys by it).
-    pub int: Option<i64>,
+    int: Option<i64>,
 }
 
-/// One table's columns, laid out once for [`row`] (by name) and [`join`]
-/// over the key, so each row is joined straight from its rendered values.
+impl Keyed {
+    /// The row of canonical `values` (in `layout`'s column order).
+    #[must_use]
+    pub fn new(layout: &Layout<'_>, values: &[String]) -> Self {
+        let Ok(keyed) = layout.clone().write(|i, out| {
+            out.push_str(&values[i]);
+            Ok::<_, std::convert::Infallible>(())
+        });
+        keyed
+    }
+
+    /// The canonical key.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.text[self.split..]
+    }
+
+    /// The canonical row.
+    #[must_use]
+    pub fn row(&self) -> &str {
+        &self.text[..self.split]
+    }
+
+    /// A one-column key's value as an `i64`, if it is written as one.
+    #[must_use]
+    pub fn int(&self) -> Option<i64> {
+        self.int
+    }
+
+    /// (key, row), each a string of its own (a diff row, a row table).
+    #[must_use]
+    pub fn to_pair(&self) -> (String, String) {
+        (self.key().to_owned(), self.row().to_owned())
+    }
+}
+
+/// One table's columns, laid out once for [`row`] (by name) and the key,
+/// so each row is joined straight from its rendered values.
 #[derive(Debug, Clone)]
 pub struct Layout<'a> {
     names: Vec<&'a str>,
     by_name: Vec<usize>,
     key: Vec<usize>,
+    /// [`Layout::write`]'s scratch space: each column's byte range in the
+    /// row being written, reused row after row.
+    ranges: Vec<(usize, usize)>,
+    /// The length of the last row [`Layout::write`] wrote (the next one's
+    /// capacity).
+    last: usize,
 }
 
 impl<'a> Layout<'a> {
@@ -1418,9 +1462,11 @@ impl<'a> Layout<'a> {
         // Stable, like `row`'s sort.
         by_name.sort_by(|a, b| names[*a].cmp(names[*b]));
         Self {
+            ranges: vec![(0, 0); names.len()],
             names,
             by_name,
             key,
+            last: 0,
         }
     }
 
@@ -1437,31 +1483,23 @@ impl<'a> Layout<'a> {
     }
 
     /// [`Layout::row`] followed by [`Layout::key`] in one string, written
-    /// straight from the columns' values ([`Written`]): `render(i, out)`
+    /// straight from the columns' values ([`Keyed`]): `render(i, out)`
     /// appends column `i`'s canonical value to `out`, column after column
-    /// in name order; the key's values are copied from the row's. `ranges`
-    /// is scratch space, reused row after row.
+    /// in name order; the key's values are copied from the row's.
     pub fn write<E>(
-        &self,
-        capacity: usize,
-        ranges: &mut Vec<(usize, usize)>,
+        &mut self,
         mut render: impl FnMut(usize, &mut String) -> Result<(), E>,
-    ) -> Result<Written, E> {
-        let mut text = String::with_capacity(capacity);
-        ranges.resize(self.names.len(), (0, 0));
+    ) -> Result<Keyed, E> {
+        let mut text = String::with_capacity(self.last);
         for (n, &i) in self.by_name.iter().enumerate() {
-            if n > 0 {
-                text.push_str(", ");
-            }
-            text.push_str(self.names[i]);
-            text.push('=');
+            self.label(&mut text, n, i);
             let start = text.len();
             render(i, &mut text)?;
-            ranges[i] = (start, text.len());
+            self.ranges[i] = (start, text.len());
         }
         let split = text.len();
         let int = match self.key.as_slice() {
-            [i] => plain_i64(&text[ranges[*i].0..ranges[*i].1]),
+            [i] => plain_i64(&text[self.ranges[*i].0..self.ranges[*i].1]),
             _ => None,
         };
         let mut spans = Vec::new();
@@ -1469,18 +1507,15 @@ impl<'a> Layout<'a> {
             spans.reserve_exact(self.key.len());
         }
         for (n, &i) in self.key.iter().enumerate() {
-            if n > 0 {
-                text.push_str(", ");
-            }
-            text.push_str(self.names[i]);
-            text.push('=');
+            self.label(&mut text, n, i);
             let start = text.len() - split;
-            text.extend_from_within(ranges[i].0..ranges[i].1);
+            text.extend_from_within(self.ranges[i].0..self.ranges[i].1);
             if self.key.len() > 1 {
                 spans.push((start as u32, (text.len() - split) as u32));
             }
         }
-        Ok(Written {
+        self.last = text.len();
+        Ok(Keyed {
             text,
             split,
             spans,
@@ -1489,28 +1524,27 @@ impl<'a> Layout<'a> {
     }
 
     fn join(&self, order: &[usize], values: &[String]) -> String {
-        let mut out = String::with_capacity(self.joined_len(order, values));
-        self.join_into(order, values, &mut out);
-        out
-    }
-
-    fn joined_len(&self, order: &[usize], values: &[String]) -> usize {
-        order
+        let len = order
             .iter()
             .map(|i| self.names[*i].len() + 1 + values[*i].len())
             .sum::<usize>()
-            + 2 * order.len().saturating_sub(1)
+            + 2 * order.len().saturating_sub(1);
+        let mut out = String::with_capacity(len);
+        for (n, &i) in order.iter().enumerate() {
+            self.label(&mut out, n, i);
+            out.push_str(&values[i]);
+        }
+        out
     }
 
-    fn join_into(&self, order: &[usize], values: &[String], out: &mut String) {
-        for (n, i) in order.iter().enumerate() {
-            if n > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(self.names[*i]);
-            out.push('=');
-            out.push_str(&values[*i]);
+    /// `name=` of column `i`, the `n`th of a row or key (after `, ` but
+    /// the first).
+    fn label(&self, out: &mut String, n: usize, i: usize) {
+        if n > 0 {
+            out.push_str(", ");
         }
+        out.push_str(self.names[i]);
+        out.push('=');
     }
 }
 

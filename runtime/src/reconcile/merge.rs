@@ -20,87 +20,9 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::canonical::{Kind, Layout, Written};
+use super::canonical::{Keyed, Kind};
 use super::diff::{self, Counts, DiffKind, DiffRow, History};
 use super::error::Error;
-
-/// One row of either side: its canonical row and key, in one allocation
-/// (a reader makes one of these per row of each side, [`Layout::write`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Keyed {
-    /// The row, then the key.
-    text: String,
-    /// Where the row ends in `text`.
-    split: usize,
-    /// Byte ranges of each key value in the key (empty: a one-column key,
-    /// whose value follows `name=`).
-    pub spans: Vec<(u32, u32)>,
-    /// A one-column key's value as an integer, if it is one
-    /// ([`Written::int`]).
-    int: Option<i64>,
-}
-
-impl From<Written> for Keyed {
-    fn from(w: Written) -> Self {
-        Self {
-            text: w.text,
-            split: w.split,
-            spans: w.spans,
-            int: w.int,
-        }
-    }
-}
-
-impl Keyed {
-    /// The row of canonical `values` (in `layout`'s column order).
-    #[must_use]
-    pub fn new(layout: &Layout<'_>, values: &[String]) -> Self {
-        Self::write(layout, 0, &mut Vec::new(), |i, out| {
-            out.push_str(&values[i]);
-        })
-    }
-
-    /// [`Layout::write`] with a `render` that cannot fail.
-    pub fn write(
-        layout: &Layout<'_>,
-        capacity: usize,
-        ranges: &mut Vec<(usize, usize)>,
-        mut render: impl FnMut(usize, &mut String),
-    ) -> Self {
-        let written = layout.write(capacity, ranges, |i, out| {
-            render(i, out);
-            Ok::<_, std::convert::Infallible>(())
-        });
-        match written {
-            Ok(w) => w.into(),
-            Err(never) => match never {},
-        }
-    }
-
-    /// The length of its text (row and key).
-    #[must_use]
-    pub fn text_len(&self) -> usize {
-        self.text.len()
-    }
-
-    /// The canonical key.
-    #[must_use]
-    pub fn key(&self) -> &str {
-        &self.text[self.split..]
-    }
-
-    /// The canonical row.
-    #[must_use]
-    pub fn row(&self) -> &str {
-        &self.text[..self.split]
-    }
-
-    /// (key, row), each a string of its own (a diff row, a row table).
-    #[must_use]
-    pub fn to_pair(&self) -> (String, String) {
-        (self.key().to_owned(), self.row().to_owned())
-    }
-}
 
 /// How two keys of one table compare, column by column.
 #[derive(Debug, Clone)]
@@ -130,7 +52,7 @@ impl KeyOrder {
         if !self.int_key {
             return None;
         }
-        a.int.zip(b.int)
+        a.int().zip(b.int())
     }
 
     fn value<'k>(&self, keyed: &'k Keyed, column: usize) -> &'k str {
@@ -373,6 +295,7 @@ pub fn classify(mut merged: Merged, history: Option<&History>) -> (Vec<DiffRow>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcile::canonical::Layout;
     use crate::reconcile::diff::compare;
 
     /// Keyed rows of a table `(id int, v text)` from (id, v) pairs.

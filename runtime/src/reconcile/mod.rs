@@ -361,8 +361,8 @@ async fn streamed(
 /// A channel of chunks as one row after another (blocking: the merge's
 /// thread waits for the readers).
 fn chunks(
-    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<merge::Keyed>, Error>>,
-) -> impl Iterator<Item = Result<merge::Keyed, Error>> {
+    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<canonical::Keyed>, Error>>,
+) -> impl Iterator<Item = Result<canonical::Keyed, Error>> {
     let mut chunk = Vec::new().into_iter();
     std::iter::from_fn(move || {
         loop {
@@ -384,7 +384,7 @@ async fn send_lake_sorted(
     sql: String,
     spec: SourceTable,
     consumer: String,
-    to: tokio::sync::mpsc::Sender<Result<Vec<merge::Keyed>, Error>>,
+    to: tokio::sync::mpsc::Sender<Result<Vec<canonical::Keyed>, Error>>,
 ) {
     let read = async {
         let mut reader = LakeReader::new(&ctx, &sql, &spec).await?;
@@ -461,7 +461,7 @@ async fn lake_rows(
     let mut reader = LakeReader::new(ctx, sql, table).await?;
     let mut out = Vec::new();
     while let Some(rows) = reader.next_chunk().await? {
-        out.extend(rows.iter().map(merge::Keyed::to_pair));
+        out.extend(rows.iter().map(canonical::Keyed::to_pair));
     }
     Ok(out)
 }
@@ -472,10 +472,6 @@ struct LakeReader<'t> {
     table: &'t SourceTable,
     stream: datafusion::physical_plan::SendableRecordBatchStream,
     layout: canonical::Layout<'t>,
-    /// [`canonical::Layout::write`]'s scratch space.
-    ranges: Vec<(usize, usize)>,
-    /// The length of the last row's text (the next one's capacity).
-    last: usize,
 }
 
 impl<'t> LakeReader<'t> {
@@ -489,13 +485,11 @@ impl<'t> LakeReader<'t> {
                 table.columns.iter().map(|(n, _)| n.as_str()).collect(),
                 key,
             ),
-            ranges: Vec::new(),
-            last: 0,
         })
     }
 
     /// The next batch's rows, in the order the query returned them.
-    async fn next_chunk(&mut self) -> Result<Option<Vec<merge::Keyed>>, Error> {
+    async fn next_chunk(&mut self) -> Result<Option<Vec<canonical::Keyed>>, Error> {
         let Some(batch) = futures_util::TryStreamExt::try_next(&mut self.stream).await? else {
             return Ok(None);
         };
@@ -516,13 +510,13 @@ impl<'t> LakeReader<'t> {
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::with_capacity(batch.num_rows());
         for row in 0..batch.num_rows() {
-            let keyed = merge::Keyed::write(&self.layout, self.last, &mut self.ranges, |i, out| {
+            let Ok(keyed) = self.layout.write(|i, out| {
                 match &renderers[i] {
                     Some(render) => render(row, out),
                     None => out.push_str(canonical::NULL),
                 }
+                Ok::<_, std::convert::Infallible>(())
             });
-            self.last = keyed.text_len();
             out.push(keyed);
         }
         Ok(Some(out))

@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 
 use futures_util::TryStreamExt as _;
 
-use super::canonical::{self, Kind};
+use super::canonical::{self, Keyed, Kind};
 use super::diff::History;
 use super::error::Error;
-use super::merge::{KeyOrder, Keyed};
+use super::merge::KeyOrder;
 
 /// A source table as the reconciler sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -490,7 +490,11 @@ pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
 /// cast or text rendering on the server: half its work on a large read),
 /// and each row's bytes read in place, where a query's rows would each be
 /// parsed into a `Row` first (a third of the reader's time at 10M rows).
-/// The statement is prepared first for its columns' types.
+/// The statement is prepared first for its columns' types. Not
+/// tokio-postgres's `BinaryCopyOutStream`: it reads the first row of each
+/// message and ignores any bytes after it (rows would be lost, silently,
+/// if a message ever held two), where this reader refuses them; and it
+/// allocates each row's value ranges anew.
 struct Reader<'t> {
     table: &'t SourceTable,
     rows: std::pin::Pin<Box<tokio_postgres::CopyOutStream>>,
@@ -502,10 +506,6 @@ struct Reader<'t> {
     /// Where each column's value sits in the current row's message (`None`:
     /// NULL).
     at: Vec<Option<(usize, usize)>>,
-    /// [`canonical::Layout::write`]'s scratch space.
-    ranges: Vec<(usize, usize)>,
-    /// The length of the last row's text (the next one's capacity).
-    last: usize,
 }
 
 impl<'t> Reader<'t> {
@@ -540,8 +540,6 @@ impl<'t> Reader<'t> {
                 key_index,
             ),
             at: vec![None; table.columns.len()],
-            ranges: Vec::new(),
-            last: 0,
         })
     }
 
@@ -591,10 +589,9 @@ impl<'t> Reader<'t> {
                 types,
                 layout,
                 at,
-                ranges,
                 ..
             } = self;
-            let written = layout.write(self.last, ranges, |i, out| {
+            let row = layout.write(|i, out| {
                 let value = at[i].map(|(start, end)| &message[start..end]);
                 table.columns[i]
                     .1
@@ -605,8 +602,7 @@ impl<'t> Reader<'t> {
                         source,
                     })
             })?;
-            self.last = written.text.len();
-            return Ok(Some(written.into()));
+            return Ok(Some(row));
         }
     }
 
