@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use lossproof_consumers::{self as consumer, careless, correct};
+use lossproof_executor::workload;
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::{ConnectClient, Lake, Stack};
-use lossproof_stdlib::consumer::{self, careless, correct};
-use lossproof_stdlib::workload;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
 use common::BenchResult;
@@ -53,7 +53,7 @@ fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchR
     runtime.block_on(async {
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
-        let orders = lossproof_stdlib::workloads::orders();
+        let orders = lossproof_vocabulary::workloads::orders();
         let run = format!("bench{}", std::process::id());
         let names = CaptureNames::for_run(&run);
         let connect = ConnectClient::local(ports.connect);
@@ -90,7 +90,7 @@ async fn measure(
     let scenario =
         format!("workload orders rate {rate}/s connections 4 customers 200\nunder load 1s < >");
     let plan =
-        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
+        lossproof_lang::Analyzer::new(&lossproof_vocabulary::Stdlib, &lossproof_lang::NoIncludes)
             .analyze("bench.lp", &scenario)
             .plan
             .ok_or("the bench scenario does not analyse")?
@@ -113,7 +113,7 @@ async fn measure(
     )
     .await?
     .map_err(|e| format!("the stream did not drain: {e}"))?;
-    let topics = consumer::topics(names, lossproof_stdlib::workloads::orders());
+    let topics = consumer::topics(names, lossproof_vocabulary::workloads::orders());
     let raw = raw_read(ports.broker, &topics)?;
     let lake = Lake::open(stack.state().root()).await?;
     println!(
@@ -204,7 +204,7 @@ async fn pair(
     total: u64,
     batch: usize,
 ) -> BenchResult<Pair> {
-    let workload_sig = lossproof_stdlib::workloads::orders();
+    let workload_sig = lossproof_vocabulary::workloads::orders();
     let tag = format!("{}_{batch}", names.topic_prefix);
     // Correct: the same records, topic to committed Iceberg.
     let correct_config = correct::Config {
@@ -220,6 +220,7 @@ async fn pair(
         stop_after: None,
         until_end: true,
         failpoint: None,
+        messages: consumer::Messages::none(),
     };
     // Both consumers start on existing, empty tables (the careless one's
     // are made below): what is timed is topic to committed Iceberg.
@@ -248,6 +249,7 @@ async fn pair(
         batch_max: batch,
         linger: Duration::from_millis(200),
         stop_after: Some(total),
+        messages: consumer::Messages::none(),
     };
     let (_keep, stop) = tokio::sync::watch::channel(false);
     let started = Instant::now();

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::BenchResult;
-use lossproof_stdlib::run::RunRecord;
+use lossproof_executor::run::RunRecord;
 
 #[allow(dead_code)] // helpers the stack benchmarks share; this one runs `lossproof` instead
 mod common;

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use lossproof_lang::{Analyzer, NoIncludes, Parser, format};
-use lossproof_stdlib::Stdlib;
+use lossproof_vocabulary::Stdlib;
 
 /// A scenario of `lines` lines: a header, fragments, and phases full of
 /// varied faults with every kind of schedule.

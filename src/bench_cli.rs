@@ -262,7 +262,7 @@ struct Measured {
 
 /// The methods measured in a process of their own ([`one`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Step {
+pub(crate) enum Step {
     /// `reconcile::reconcile` over the bench tables, the lake's files
     /// spanning the keys ([`Layout::Overlapping`]).
     Reconciler,
@@ -278,7 +278,7 @@ pub enum Step {
 /// lake table with 1% differences, next to reladiff and the raw read cost,
 /// on the running local stack. True if every method found exactly the
 /// planted differences.
-pub fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bool> {
+pub(crate) fn reconcile(state: &Path, sizes: &[u64], with_reladiff: bool) -> BenchResult<bool> {
     let stack = lossproof_runtime::Stack::open(state)?;
     let ports = stack
         .ports()
@@ -468,7 +468,7 @@ fn in_own_process(state: &Path, n: u64, step: Step) -> BenchResult<Measured> {
 
 /// `lossproof bench reconcile-step`: one method over the tables `bench
 /// reconcile` set up, its [`Measured`] line printed as JSON.
-pub fn step(state: &Path, n: u64, step: Step) -> BenchResult<bool> {
+pub(crate) fn step(state: &Path, n: u64, step: Step) -> BenchResult<bool> {
     let stack = lossproof_runtime::Stack::open(state)?;
     let ports = stack
         .ports()

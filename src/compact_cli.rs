@@ -7,15 +7,15 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use lossproof_executor::fault::maintenance::{CompactionEvent, Event};
 use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::lake::{Compacted, ident};
-use lossproof_stdlib::fault::maintenance::{CompactionEvent, Event};
 
 use crate::CliResult;
 
 /// What to compact, and how often.
-pub struct Job<'a> {
+pub(crate) struct Job<'a> {
     pub state: &'a Path,
     /// An external profile instead of the local stack in `state`.
     pub profile: Option<&'a Path>,
@@ -32,7 +32,7 @@ pub struct Job<'a> {
 /// Compact the job's tables in each of its consumers' lakes, once or every
 /// `job.every` until signalled; exit 1 if a compaction of the one round
 /// lost the race to a writer (nothing changed; run it again).
-pub fn compact(job: &Job<'_>) -> CliResult<bool> {
+pub(crate) fn compact(job: &Job<'_>) -> CliResult<bool> {
     // A seed's child: it must not outlive the run that started it.
     lossproof_runtime::supervisor::die_with_parent();
     let runtime = crate::stack_cli::runtime()?;
@@ -72,7 +72,7 @@ async fn round(
 ) -> CliResult<bool> {
     let mut all_won = true;
     for consumer in job.consumers {
-        let namespace = lossproof_stdlib::consumer::namespace(consumer, names);
+        let namespace = lossproof_consumers::namespace(consumer, names);
         let tables = if job.tables.is_empty() {
             match lake.table_names(&namespace).await {
                 Ok(tables) => tables,

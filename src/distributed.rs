@@ -52,10 +52,10 @@ use crate::CliResult;
 use crate::reconcile_cli::{self, Job};
 
 /// Serve as a worker on `listen` until SIGINT or SIGTERM.
-pub fn serve(listen: std::net::SocketAddr) -> CliResult<bool> {
+pub(crate) fn serve(listen: std::net::SocketAddr) -> CliResult<bool> {
     let runtime = crate::stack_cli::runtime()?;
     runtime.block_on(async {
-        let mut interrupt = lossproof_stdlib::run::interrupt_on_signals()?;
+        let mut interrupt = lossproof_executor::run::interrupt_on_signals()?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("worker: cannot listen on {listen}: {e}"))?;
@@ -80,7 +80,7 @@ pub fn serve(listen: std::net::SocketAddr) -> CliResult<bool> {
 }
 
 /// The comparison of `job` spread over `workers` (`http://HOST:PORT`).
-pub async fn reconcile(job: &Job, workers: &[String]) -> CliResult<Reconciliation> {
+pub(crate) async fn reconcile(job: &Job, workers: &[String]) -> CliResult<Reconciliation> {
     let urls = workers
         .iter()
         .map(|w| url::Url::parse(w).map_err(|e| format!("--workers: `{w}` is not a URL: {e}")))

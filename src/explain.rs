@@ -11,8 +11,8 @@ use lossproof_lang::{Analysis, Timeline};
 use crate::CliResult;
 use crate::scenario;
 
-pub fn run(file: &Path, seed: u64, json: bool) -> CliResult<bool> {
-    let analysis = scenario::analyze(file)?;
+pub(crate) fn run(file: &Path, seed: u64, json: bool) -> CliResult<bool> {
+    let analysis = scenario::check(file, None)?;
     scenario::print_diagnostics(&analysis);
     let Some(plan) = &analysis.plan else {
         return Ok(false);
@@ -113,7 +113,7 @@ fn workload_text(w: &lossproof_lang::plan::WorkloadPlan) -> String {
 }
 
 /// The timeline as a person reads it.
-pub fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
+pub(crate) fn human(analysis: &Analysis, plan: &Plan, timeline: &Timeline) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "scenario {}  seed {}", plan.scenario, timeline.seed);
     out.push_str(&workload_text(&plan.workload));

@@ -7,7 +7,7 @@ use lossproof_lang::{Parser, format};
 use crate::CliResult;
 use crate::scenario;
 
-pub fn run(files: &[PathBuf], check: bool) -> CliResult<bool> {
+pub(crate) fn run(files: &[PathBuf], check: bool) -> CliResult<bool> {
     let mut ok = true;
     for file in files {
         let text = scenario::read(file)?;
@@ -15,7 +15,7 @@ pub fn run(files: &[PathBuf], check: bool) -> CliResult<bool> {
         if parsed.has_errors() {
             // A file that does not parse cannot be formatted without losing
             // what could not be read: say why and leave it alone.
-            let analysis = scenario::analyze_text(file, &text);
+            let analysis = scenario::check_text(file, &text, None);
             scenario::print_diagnostics(&analysis);
             println!("not formatted (syntax errors)  {}", file.display());
             ok = false;

@@ -425,11 +425,11 @@ impl From<StackProfileArg> for lossproof_runtime::StackProfile {
 #[derive(Args)]
 struct StackArgs {
     #[arg(long, default_value = ".lossproof")]
-    state: PathBuf,
+    pub(crate) state: PathBuf,
     /// An external stack profile (TOML, docs/profiles.md) instead of the
     /// local stack in `--state`.
     #[arg(long)]
-    profile: Option<PathBuf>,
+    pub(crate) profile: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -468,28 +468,11 @@ enum ConsumerKind {
     /// batch as a delete commit then an append commit, fixed schema, logs
     /// errors and carries on (FINDINGS.md).
     Careless {
-        /// The run whose topics (`lp_<run>.public.<table>`) to consume.
-        #[arg(long)]
-        run: String,
         #[command(flatten)]
-        stack: StackArgs,
-        /// The source tables as JSON (`run` writes `tables.json` in the
-        /// seed's log folder for a scenario's own tables) [default: the
-        /// `orders` workload's].
-        #[arg(long)]
-        tables: Option<PathBuf>,
-        /// Iceberg namespace for its tables [default: careless_lp_<run>].
-        #[arg(long)]
-        namespace: Option<String>,
+        common: consumer_cli::Common,
         /// Consumer group [default: lossproof-careless-lp_<run>].
         #[arg(long)]
         group: Option<String>,
-        /// Records per batch at most.
-        #[arg(long, default_value_t = 500)]
-        batch: usize,
-        /// A batch closes this long after its first record.
-        #[arg(long, default_value_t = 200)]
-        linger_ms: u64,
         /// Offsets are auto-committed this often.
         #[arg(long, default_value_t = 1000)]
         auto_commit_ms: u64,
@@ -500,24 +483,8 @@ enum ConsumerKind {
     /// retries conflicts (docs/consumers.md). Exit 3: stopped on a change it
     /// must not guess at (a schema change Iceberg cannot express).
     Correct {
-        /// The run whose topics (`lp_<run>.public.<table>`) to consume.
-        #[arg(long)]
-        run: String,
         #[command(flatten)]
-        stack: StackArgs,
-        /// The source tables as JSON, as for `careless` [default: the
-        /// `orders` workload's].
-        #[arg(long)]
-        tables: Option<PathBuf>,
-        /// Iceberg namespace for its tables [default: correct_lp_<run>].
-        #[arg(long)]
-        namespace: Option<String>,
-        /// Records per batch at most.
-        #[arg(long, default_value_t = 500)]
-        batch: usize,
-        /// A batch closes this long after its first record.
-        #[arg(long, default_value_t = 200)]
-        linger_ms: u64,
+        common: consumer_cli::Common,
         /// Rebuild every table from the beginning of the topics into new
         /// tables, then swap them in atomically (stop the running consumer
         /// first); exits when the rebuild reached the topics' ends.
@@ -605,51 +572,25 @@ fn main() -> ExitCode {
         Command::Consumer {
             kind:
                 ConsumerKind::Careless {
-                    run,
-                    stack,
-                    tables,
-                    namespace,
+                    common,
                     group,
-                    batch,
-                    linger_ms,
                     auto_commit_ms,
                 },
-        } => consumer_cli::careless(&consumer_cli::Args {
-            state: &stack.state,
-            profile: stack.profile.as_deref(),
-            tables: tables.as_deref(),
-            run: &run,
-            namespace: namespace.as_deref(),
-            group: group.as_deref(),
-            batch_max: batch,
-            linger_ms,
-            auto_commit_ms,
-        }),
+        } => consumer_cli::careless(&common, group.as_deref(), auto_commit_ms),
         Command::Consumer {
             kind:
                 ConsumerKind::Correct {
-                    run,
-                    stack,
-                    tables,
-                    namespace,
-                    batch,
-                    linger_ms,
+                    common,
                     rebuild,
                     failpoint,
                 },
-        } => consumer_cli::correct(&consumer_cli::CorrectArgs {
-            state: &stack.state,
-            profile: stack.profile.as_deref(),
-            tables: tables.as_deref(),
-            run: &run,
-            namespace: namespace.as_deref(),
-            batch_max: batch,
-            linger_ms,
+        } => consumer_cli::correct(
+            &common,
             rebuild,
-            failpoint: failpoint
+            failpoint
                 .or_else(|| std::env::var("LOSSPROOF_FAILPOINT").ok())
                 .as_deref(),
-        }),
+        ),
         Command::Run {
             file,
             seeds,
@@ -774,7 +715,7 @@ fn main() -> ExitCode {
         }),
         Command::Exec { command } => Err(exec(&command).into()),
         Command::Vocab => {
-            let words = lossproof_lang::vocabulary::Words::of(&lossproof_stdlib::Stdlib);
+            let words = lossproof_lang::vocabulary::Words::of(&lossproof_vocabulary::Stdlib);
             println!(
                 "{}",
                 serde_json::to_string_pretty(&words).expect("words serialise")

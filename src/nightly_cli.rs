@@ -16,7 +16,7 @@ use lossproof_runtime::tools::Tools;
 
 use crate::CliResult;
 
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     pub state: &'a Path,
     pub profile: Option<&'a Path>,
     pub run: &'a str,
@@ -30,7 +30,7 @@ pub struct Args<'a> {
     pub timeout: Duration,
 }
 
-pub fn run(args: &Args<'_>) -> CliResult<bool> {
+pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
     // Run by a seed's `run nightly`: it must not outlive that run.
     lossproof_runtime::supervisor::die_with_parent();
     let (stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
@@ -160,7 +160,7 @@ impl Paths {
             dbt_project,
             marts: absolute(&marts)?,
             lake,
-            namespace: lossproof_stdlib::consumer::namespace(args.consumer, &names),
+            namespace: lossproof_consumers::namespace(args.consumer, &names),
         })
     }
 

@@ -12,9 +12,7 @@ use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::profile::{GlueLocation, LakeLocation};
 use lossproof_runtime::reconcile::{self, DiffKind, Reconciliation, gate};
 
-use lossproof_stdlib::consumer;
-
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     pub state: &'a Path,
     /// An external profile instead of the local stack in `state`.
     pub profile: Option<&'a Path>,
@@ -29,15 +27,15 @@ pub struct Args<'a> {
 
 /// Exit 0 when every consumer is clean, 1 when any has diff rows, an error
 /// (exit 2) when the run is INVALID.
-pub fn run(args: &Args<'_>) -> CliResult<bool> {
+pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
     let (stack, endpoints) = crate::stack_cli::running(args.state, args.profile)?;
     let runtime = crate::stack_cli::runtime()?;
     // A kept seed of a scenario with tables of its own left them with its logs.
     let logs = stack.state().root().join("runs").join(args.run);
-    let declared = lossproof_stdlib::workloads::of_seed(&logs)?;
+    let declared = lossproof_consumers::tables_file::of_seed(&logs)?;
     let workload = declared
         .as_ref()
-        .unwrap_or_else(|| lossproof_stdlib::workloads::orders());
+        .unwrap_or_else(|| lossproof_vocabulary::workloads::orders());
     runtime.block_on(async {
         // A seed of `lossproof run` captures a database of its own (kept
         // with `--keep`); a run set up by hand, the stack's shared one.
@@ -47,10 +45,11 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             names = own;
         }
         let source = endpoints.source.connect(&names.database).await?;
-        let positions = consumer::positions(args.consumers, &[], &names, workload);
+        let positions =
+            lossproof_executor::under_test::positions(args.consumers, &[], &names, workload);
         let connect = ConnectClient::new(&endpoints.connect);
         let lake = endpoints.open_lake().await?;
-        let lakes = consumer::lakes(args.consumers, &[], &names, workload);
+        let lakes = lossproof_executor::under_test::lakes(args.consumers, &[], &names, workload);
         let tables: Vec<&str> = workload.table_names();
         if args.live {
             // The snapshot's own connection: every read of the source in
@@ -133,7 +132,7 @@ fn finish(scored: &Reconciliation, out: Option<&Path>) -> CliResult<bool> {
 /// A source table and a lake table of a team's own: what one comparison
 /// needs, owned (a distributed comparison sends it to its workers).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Job {
+pub(crate) struct Job {
     /// `postgres://USER:PASSWORD@HOST:PORT/DB`: never printed.
     pub source: String,
     pub table: String,
@@ -155,7 +154,7 @@ pub struct Job {
 
 /// `lossproof reconcile --source …`: a [`Job`], where the diff goes, and
 /// the workers to spread it over (none: here).
-pub struct Standalone<'a> {
+pub(crate) struct Standalone<'a> {
     pub job: Job,
     pub out: Option<&'a Path>,
     pub workers: &'a [String],
@@ -267,7 +266,7 @@ fn lake_location(lake: &str, warehouse: Option<&str>) -> CliResult<LakeLocation>
 /// Exit 0 when the lake table holds exactly the source table's rows, 1 when
 /// it does not, an error (exit 2) when either cannot be read. Without the
 /// source's history table every differing row is `wrong` (docs/run.md).
-pub fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
+pub(crate) fn standalone(args: &Standalone<'_>) -> CliResult<bool> {
     // Bad arguments fail here, before anything connects.
     lake_arg(&args.job.lake, args.job.warehouse.as_deref())?;
     args.job.lake_namespace()?;
@@ -304,7 +303,7 @@ impl Job {
 
     /// The source's connection; its driver runs until the returned task is
     /// aborted. Errors name the source, never the URL (it holds the password).
-    pub async fn connect(
+    pub(crate) async fn connect(
         &self,
     ) -> CliResult<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
         let (source, connection) = tokio_postgres::connect(&self.source, tokio_postgres::NoTls)
@@ -318,7 +317,7 @@ impl Job {
 
     /// The source table as described, narrowed by `--where` and
     /// `--ignore-column`.
-    pub async fn describe(
+    pub(crate) async fn describe(
         &self,
         source: &tokio_postgres::Client,
     ) -> CliResult<reconcile::SourceTable> {
@@ -332,7 +331,7 @@ impl Job {
 }
 
 /// Compare the job's tables, or only the keys in `bucket`.
-pub async fn compare(
+pub(crate) async fn compare(
     job: &Job,
     bucket: Option<reconcile::source::KeyRange>,
 ) -> CliResult<Reconciliation> {

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use lossproof_executor::run::{RunRecord, SeedRecord, Verdict};
 use lossproof_runtime::reconcile::{DiffKind, DiffRow, canonical};
-use lossproof_stdlib::run::{RunRecord, SeedRecord, Verdict};
 
 /// One colour per diff kind, in `DiffKind::ALL` order.
 const KIND_COLORS: [&str; 7] = [
@@ -71,7 +71,7 @@ fn esc(s: &str) -> String {
 
 /// The page for a run (or a merged report) of `record`.
 #[must_use]
-pub fn page(record: &RunRecord) -> String {
+pub(crate) fn page(record: &RunRecord) -> String {
     let results = &record.results;
     let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
     let mut html = String::new();

@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use lossproof_executor::run::{self, SeedRecord, Verdict};
 use lossproof_runtime::Stack;
-use lossproof_stdlib::consumers;
-use lossproof_stdlib::run::{self, SeedRecord, Verdict};
 
 use crate::CliResult;
 use crate::scenario;
 
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     pub file: &'a Path,
     pub seeds: &'a str,
     /// `K/N` or `count:K/N`: run only the K-th of N shares of the seeds.
@@ -34,7 +33,7 @@ pub struct Args<'a> {
 
 /// Where a run's (or a merged report's) record, JUnit XML and HTML go.
 #[derive(Clone, Copy, Default)]
-pub struct Outputs<'a> {
+pub(crate) struct Outputs<'a> {
     /// Default: `<state>/runs/<run id>.json` for a run; none for a report.
     pub record: Option<&'a Path>,
     pub junit: Option<&'a Path>,
@@ -57,7 +56,7 @@ fn partition_of(seeds: &[u64], spec: &str) -> CliResult<Vec<u64>> {
 }
 
 /// `7`, `1..50` (inclusive), `1,4,9`, or a mix (`1..3,9`).
-pub fn parse_seeds(spec: &str) -> CliResult<Vec<u64>> {
+pub(crate) fn parse_seeds(spec: &str) -> CliResult<Vec<u64>> {
     let bad = |part: &str| {
         format!("--seeds: `{part}` is not a seed (7), a range (1..50) or a list (1,4,9)")
     };
@@ -86,25 +85,10 @@ fn preflight(
     args: &Args<'_>,
     profile: Option<&lossproof_runtime::Profile>,
 ) -> CliResult<(lossproof_lang::Plan, Vec<String>, run::Locations)> {
-    let mut analysis = scenario::analyze(args.file)?;
     // On an external profile, what it cannot strike is refused up front,
     // at its place in the file, like any other error.
-    if let (Some(profile), Some(plan)) = (profile, &analysis.plan) {
-        let refused = crate::check::cannot_strike(plan, &profile.name);
-        analysis.diagnostics.extend(refused);
-    }
-    if let Some(plan) = &analysis.plan {
-        let missing = crate::check::missing_programs(plan, &crate::check::scenario_dir(args.file));
-        analysis.diagnostics.extend(missing);
-    }
+    let analysis = scenario::check(args.file, profile.map(|p| p.name.as_str()))?;
     scenario::print_diagnostics(&analysis);
-    if analysis
-        .diagnostics
-        .iter()
-        .any(lossproof_lang::diagnostic::Diagnostic::is_error)
-    {
-        return Err(format!("{} has errors: nothing was run", args.file.display()).into());
-    }
     let plan = analysis
         .plan
         .ok_or_else(|| format!("{} has errors: nothing was run", args.file.display()))?;
@@ -121,13 +105,12 @@ fn preflight(
     let consumers: Vec<String> = args
         .consumers
         .map_or_else(|| plan.consumers.clone(), <[String]>::to_vec);
-    if let Some(c) = consumers
-        .iter()
-        .find(|c| consumers::program(c).is_none() && !plan.declared.iter().any(|d| &d.name == *c))
-    {
-        let programs: Vec<&str> = consumers::PROGRAMS
+    if let Some(c) = consumers.iter().find(|c| {
+        lossproof_consumers::find(c).is_none() && !plan.declared.iter().any(|d| &d.name == *c)
+    }) {
+        let programs: Vec<&str> = lossproof_consumers::ALL
             .iter()
-            .map(|p| p.name)
+            .map(|p| p.name())
             .chain(plan.declared.iter().map(|d| d.name.as_str()))
             .collect();
         return Err(format!(
@@ -174,7 +157,7 @@ fn seeds_to_run(args: &Args<'_>) -> CliResult<Vec<u64>> {
     Ok(share)
 }
 
-pub fn run(args: &Args<'_>) -> CliResult<bool> {
+pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
     let seeds = seeds_to_run(args)?;
     let profile = args
         .profile
@@ -213,7 +196,7 @@ pub fn run(args: &Args<'_>) -> CliResult<bool> {
             .profile
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
         program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
-        scenario_dir: crate::check::scenario_dir(args.file),
+        scenario_dir: lossproof_vocabulary::check::scenario_dir(args.file),
         consumers: consumers.clone(),
         run_id: run_id.clone(),
         keep: args.keep,
@@ -314,7 +297,7 @@ fn shared_faults_refused(
         .actions
         .iter()
         .enumerate()
-        .filter(|(_, a)| lossproof_stdlib::fault::strikes_shared(a))
+        .filter(|(_, a)| lossproof_vocabulary::reach::strikes_shared(a))
         .map(|(i, a)| {
             format!(
                 "{} ({})",
@@ -394,7 +377,7 @@ async fn run_seeds(
 
 /// `lossproof report RECORD...`: the records merged into one run, reported
 /// and written like a run's.
-pub fn report(records: &[PathBuf], outputs: &Outputs<'_>) -> CliResult<bool> {
+pub(crate) fn report(records: &[PathBuf], outputs: &Outputs<'_>) -> CliResult<bool> {
     let read = records
         .iter()
         .map(|path| run::RunRecord::read(path))
@@ -646,7 +629,7 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
 /// table`, `expire snapshots`, and its own refused commits), if any seed
 /// recorded one.
 fn races_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
-    let mut sum = lossproof_stdlib::fault::maintenance::Races::default();
+    let mut sum = lossproof_executor::fault::maintenance::Races::default();
     let mut any = false;
     for r in results.iter().filter_map(|r| r.races.get(consumer)) {
         any = true;
@@ -677,7 +660,7 @@ fn races_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
 
 /// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
 /// with the recorded scenario file and consumers.
-pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<bool> {
+pub(crate) fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<bool> {
     let recorded = run::RunRecord::read(record)?;
     if !recorded.seeds.contains(&seed) {
         return Err(format!(
@@ -713,7 +696,7 @@ pub fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<b
 }
 
 /// `lossproof clean --run RUN`: remove what run RUN's seeds left behind.
-pub fn clean(run_id: &str, state: &Path, profile: Option<&Path>) -> CliResult<bool> {
+pub(crate) fn clean(run_id: &str, state: &Path, profile: Option<&Path>) -> CliResult<bool> {
     let (stack, _) = crate::stack_cli::running(state, profile)?;
     let runtime = crate::stack_cli::runtime()?;
     let (seeds, failed) = runtime.block_on(run::clean_run(&stack, run_id))?;

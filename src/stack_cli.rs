@@ -8,7 +8,7 @@ use lossproof_runtime::{Component, Stack};
 
 /// The async runtime every stack-facing command runs on (two workers: the
 /// machines this targets have two cores).
-pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> CliResult<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -21,7 +21,7 @@ pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
 /// source reader then runs on the worker that drives its PostgreSQL
 /// connection, which hands it rows without waking another thread for each
 /// batch the socket delivers.
-pub fn on_worker<F>(runtime: &tokio::runtime::Runtime, work: F) -> F::Output
+pub(crate) fn on_worker<F>(runtime: &tokio::runtime::Runtime, work: F) -> F::Output
 where
     F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
@@ -40,7 +40,7 @@ where
 /// The stack a command acts on: the one `up` started in `state`, or the
 /// external components `profile` names (`state` then holds only
 /// lossproof's records and logs).
-pub fn running(
+pub(crate) fn running(
     state: &Path,
     profile: Option<&Path>,
 ) -> CliResult<(Stack, lossproof_runtime::Endpoints)> {
@@ -58,7 +58,10 @@ fn say(line: &str) {
     eprintln!("  {line}");
 }
 
-pub fn up(state: &Path, profile: Option<lossproof_runtime::StackProfile>) -> CliResult<bool> {
+pub(crate) fn up(
+    state: &Path,
+    profile: Option<lossproof_runtime::StackProfile>,
+) -> CliResult<bool> {
     let stack = Stack::open(state)?;
     eprintln!("lossproof up: state in {}", stack.state().root().display());
     let started = Instant::now();
@@ -67,7 +70,7 @@ pub fn up(state: &Path, profile: Option<lossproof_runtime::StackProfile>) -> Cli
     Ok(true)
 }
 
-pub fn down(state: &Path, purge: bool) -> CliResult<bool> {
+pub(crate) fn down(state: &Path, purge: bool) -> CliResult<bool> {
     if !state.exists() {
         eprintln!("lossproof down: no stack in {}", state.display());
         return Ok(true);
@@ -77,7 +80,7 @@ pub fn down(state: &Path, purge: bool) -> CliResult<bool> {
     Ok(true)
 }
 
-pub fn status(state: &Path, verbose: bool, json: bool) -> CliResult<bool> {
+pub(crate) fn status(state: &Path, verbose: bool, json: bool) -> CliResult<bool> {
     let stack = Stack::open(state)?;
     let report = runtime()?.block_on(stack.status())?;
     if json {
@@ -148,7 +151,7 @@ pub fn status(state: &Path, verbose: bool, json: bool) -> CliResult<bool> {
     Ok(report.all_healthy())
 }
 
-pub fn logs(state: &Path, component: &str, lines: usize) -> CliResult<bool> {
+pub(crate) fn logs(state: &Path, component: &str, lines: usize) -> CliResult<bool> {
     let Some(component) = Component::from_name(component) else {
         let names: Vec<&str> = Component::ALL.iter().map(|c| c.name()).collect();
         return Err(format!(

@@ -22,19 +22,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lossproof_executor::workload::{self, WorkloadReport};
 use lossproof_runtime::debezium::{self, CaptureNames, NotDrained};
 use lossproof_runtime::reconcile::{
     self, ConsumerLake, Counts, DiffKind, Reconciliation, RowTables, gate,
 };
 use lossproof_runtime::{ConnectClient, Lake, Ports, Stack};
-use lossproof_stdlib::workload::{self, WorkloadReport};
 
 use crate::stack::{lossproof, up_own_stack};
 
 const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
-    lossproof_stdlib::workloads::orders()
+    lossproof_vocabulary::workloads::orders()
 }
 
 #[test]
@@ -757,15 +757,15 @@ impl Run {
     }
 
     fn namespace(&self) -> String {
-        lossproof_stdlib::consumer::namespace("careless", &self.names)
+        lossproof_consumers::namespace("careless", &self.names)
     }
 
     fn group(&self) -> String {
-        lossproof_stdlib::consumer::group("careless", &self.names)
+        lossproof_consumers::group("careless", &self.names)
     }
 
     pub(crate) fn topics(&self) -> Vec<String> {
-        lossproof_stdlib::consumer::topics(&self.names, orders())
+        lossproof_consumers::topics(&self.names, orders())
     }
 
     fn spawn_consumer(&self) -> Consumer {
@@ -842,13 +842,7 @@ impl Run {
 }
 
 pub(crate) fn workload_plan() -> lossproof_lang::plan::WorkloadPlan {
-    lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
-        .analyze(
-            "w.lp",
-            "workload orders rate 300/s connections 3 customers 30\nunder load 1s < >",
-        )
-        .plan
-        .expect("plan")
+    crate::support::plan("workload orders rate 300/s connections 3 customers 30\nunder load 1s < >")
         .workload
 }
 
@@ -1139,15 +1133,13 @@ async fn damage_is_named_by_kind(run: &Run) {
     let schema = table.metadata().current_schema().clone();
     let key = |id: i64| -> Row { [("order_id".to_owned(), Cell::Int(id))].into() };
     let gone: Vec<Row> = [missing, wrong, stale].into_iter().map(key).collect();
-    let deletes =
-        lossproof_stdlib::consumer::to_arrow(&schema, &gone.iter().collect::<Vec<_>>()).unwrap();
+    let deletes = lossproof_consumers::to_arrow(&schema, &gone.iter().collect::<Vec<_>>()).unwrap();
     let files = write_equality_deletes(&table, vec![1], vec![deletes])
         .await
         .unwrap();
     let table = lake.commit(&table, Commit::row_delta(files)).await.unwrap();
     let added = [tampered, older, back, invented, by_id(duplicate)];
-    let rows =
-        lossproof_stdlib::consumer::to_arrow(&schema, &added.iter().collect::<Vec<_>>()).unwrap();
+    let rows = lossproof_consumers::to_arrow(&schema, &added.iter().collect::<Vec<_>>()).unwrap();
     let files = write_data_files(&table, vec![rows]).await.unwrap();
     lake.commit(&table, Commit::append(files)).await.unwrap();
 

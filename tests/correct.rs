@@ -26,13 +26,13 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use lossproof_consumers::correct::state::{STATE_TABLE, dead_letters_batch};
+use lossproof_executor::workload;
 use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Schemas};
 use lossproof_runtime::debezium::{self, CaptureNames};
 use lossproof_runtime::lake::{Commit, write_data_files};
 use lossproof_runtime::reconcile::{self, ConsumerLake, Reconciliation, gate};
 use lossproof_runtime::{Lake, Ports, Stack};
-use lossproof_stdlib::consumer::correct::state::{STATE_TABLE, dead_letters_batch};
-use lossproof_stdlib::workload;
 use rdkafka::Message as _;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -45,7 +45,7 @@ const DATABASE: &str = lossproof_runtime::stack::SOURCE_DATABASE;
 pub(crate) const QUICK: &[&str] = &["--batch", "100", "--linger-ms", "100"];
 
 fn orders() -> &'static lossproof_lang::vocabulary::WorkloadSig {
-    lossproof_stdlib::workloads::orders()
+    lossproof_vocabulary::workloads::orders()
 }
 
 #[test]
@@ -82,15 +82,19 @@ fn load(run: &Run, seed: u64, seconds: u64) -> tokio::task::JoinHandle<workload:
 }
 
 fn namespace(run: &Run) -> String {
-    lossproof_stdlib::consumer::namespace("correct", &run.names)
+    lossproof_consumers::namespace("correct", &run.names)
 }
 
 /// The gate for the correct consumer: its group mirror AND the offsets its
 /// lake stores at the end of every topic.
 async fn gate_correct(run: &Run, names: &CaptureNames, consumer: &Consumer, limit: Duration) {
     let final_lsn = debezium::current_lsn(&run.source).await.unwrap();
-    let positions =
-        lossproof_stdlib::consumer::positions(&["correct".to_owned()], &[], &run.names, orders());
+    let positions = lossproof_executor::under_test::positions(
+        &["correct".to_owned()],
+        &[],
+        &run.names,
+        orders(),
+    );
     let lake = Lake::open(&run.state).await.unwrap();
     let gated = gate::wait_scoreable(
         &run.connect,
@@ -265,7 +269,7 @@ fn rewind_group(run: &Run) {
         )
         .set(
             "group.id",
-            lossproof_stdlib::consumer::group("correct", &run.names),
+            lossproof_consumers::group("correct", &run.names),
         )
         .set("enable.auto.commit", "false")
         .create()
@@ -282,7 +286,7 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
     let lake = Lake::open(state).await.unwrap();
     // A table with rows but no stored offsets.
     let foreign = format!("foreign_{}", run.id);
-    lossproof_stdlib::consumer::correct::state::LakeState::open(&lake, &foreign, "", orders())
+    lossproof_consumers::correct::state::LakeState::open(&lake, &foreign, "", orders())
         .await
         .unwrap();
     let ns = iceberg::NamespaceIdent::new(foreign.clone());
@@ -293,7 +297,7 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
     let schema = table.metadata().current_schema().clone();
     let row: lossproof_runtime::change_event::Row =
         [("customer_id".to_owned(), change_event::Cell::Int(1))].into();
-    let batch = lossproof_stdlib::consumer::to_arrow(&schema, &[&row]).unwrap();
+    let batch = lossproof_consumers::to_arrow(&schema, &[&row]).unwrap();
     lake.append(&table, vec![batch], std::collections::HashMap::new())
         .await
         .unwrap();
@@ -785,7 +789,7 @@ async fn junk_and_a_racing_writer(state: &Path, ports: Ports) {
     let scored = reconcile_correct(&run).await;
     assert_exact(&scored, "junk, a SIGKILL and racing compactions");
     assert_eq!(counts(&scored, "orders").wrong, 0);
-    let dead = dead_letters_batch(Some(&lake), &[("correct".into(), namespace(&run))])
+    let dead = dead_letters_batch(&lake, &[("correct".into(), namespace(&run))])
         .await
         .unwrap();
     assert_eq!(
@@ -844,8 +848,8 @@ async fn reconciles_a_live_source(state: &Path, ports: Ports) {
     let workload = load(&run, 35, 25);
     tokio::time::sleep(Duration::from_secs(5)).await;
     let correct = ["correct".to_owned()];
-    let positions = lossproof_stdlib::consumer::positions(&correct, &[], &run.names, orders());
-    let lakes = lossproof_stdlib::consumer::lakes(&correct, &[], &run.names, orders());
+    let positions = lossproof_executor::under_test::positions(&correct, &[], &run.names, orders());
+    let lakes = lossproof_executor::under_test::lakes(&correct, &[], &run.names, orders());
     assert!(
         lakes[0].applied.is_some(),
         "the correct consumer keeps each key's transaction"

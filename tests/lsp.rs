@@ -8,8 +8,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use lossproof_lang::{Analyzer, FsLoader, Parser, format};
-use lossproof_stdlib::Stdlib;
+use lossproof_lang::{Parser, format};
 use serde_json::{Value, json};
 
 use crate::support::root;
@@ -198,7 +197,7 @@ fn position(text: &str, offset: usize) -> Value {
 
 /// What `lossproof check` reports for `text` as file `path`: each diagnostic's code and range.
 fn expected(path: &Path, text: &str) -> Vec<(String, Value)> {
-    let analysis = Analyzer::new(&Stdlib, &FsLoader).analyze(&path.display().to_string(), text);
+    let analysis = crate::support::check_text(path, text);
     assert!(!analysis.diagnostics.is_empty());
     analysis
         .diagnostics

@@ -19,7 +19,9 @@ fn request(fault: FaultKind, for_ms: u64) -> FaultRequest {
 }
 
 /// A runtime to drive the proxy's client, and the stack's ports.
-pub fn runtime_and_ports(state: &Path) -> (tokio::runtime::Runtime, lossproof_runtime::Ports) {
+pub(crate) fn runtime_and_ports(
+    state: &Path,
+) -> (tokio::runtime::Runtime, lossproof_runtime::Ports) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -47,7 +49,7 @@ fn chain(error: &dyn std::error::Error) -> String {
 /// Each link's faults, seen by the clients that really use it: a Kafka
 /// client through `broker`, a PostgreSQL client through `postgres`, HTTP
 /// through `registry`.
-pub fn faults_reach_real_clients(state: &Path) {
+pub(crate) fn faults_reach_real_clients(state: &Path) {
     let (runtime, ports) = runtime_and_ports(state);
     let proxy = NetProxy::new(ports.netproxy);
     runtime.block_on(async {
@@ -167,7 +169,7 @@ async fn registry_blackhole_and_reset(proxy: &NetProxy, ports: &lossproof_runtim
 /// A scenario with every network fault: each fired, its `ends_ms` is its
 /// `for` length (or its block's end) after `fired_ms`, and nothing is left
 /// set on the proxy after the seed.
-pub fn scenario_record_matches_the_proxy(record: &serde_json::Value, state: &Path) {
+pub(crate) fn scenario_record_matches_the_proxy(record: &serde_json::Value, state: &Path) {
     let seed = &record["results"][0];
     assert!(
         seed["verdict"] == "PASS" || seed["verdict"] == "FAIL",

@@ -11,7 +11,11 @@ use crate::stack::up_own_stack;
 /// `lossproof run FILE --seeds SEEDS` on the stack in `state`, with the
 /// template consumer's virtualenv first on `PATH` (its `python3` has
 /// confluent-kafka, fastavro and pyiceberg): exit code, output, record.
-pub fn run_own(state: &Path, file: &str, seeds: &str) -> (Option<i32>, String, serde_json::Value) {
+pub(crate) fn run_own(
+    state: &Path,
+    file: &str,
+    seeds: &str,
+) -> (Option<i32>, String, serde_json::Value) {
     let venv = lossproof_runtime::Tools::from_env().byo_venv();
     assert!(
         venv.join(".complete").is_file(),

@@ -14,7 +14,7 @@ const PG_SECRET: &str = "pg-secret-4f9a1c0e";
 const REGISTRY_SECRET: &str = "registry-secret-77b2e0d5";
 
 /// Run on a profile that names the components of the stack in `team`.
-pub fn a_run_on_an_external_profile(team: &Path) {
+pub(crate) fn a_run_on_an_external_profile(team: &Path) {
     let ports = Stack::open(team).unwrap().ports().unwrap();
     let own = std::env::temp_dir().join(format!("lossproof-own-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&own);

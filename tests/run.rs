@@ -42,7 +42,7 @@ fn run_with(
 }
 
 /// [`run_with`] with `env` added to lossproof's environment.
-pub fn run_in_env(
+pub(crate) fn run_in_env(
     state: &Path,
     file: &str,
     seeds: &str,
@@ -624,7 +624,7 @@ pub(crate) fn leftovers(state: &Path, run: &str) -> Vec<String> {
         }
         let proxy = lossproof_runtime::NetProxy::new(ports.netproxy);
         for link in proxy.links().await.unwrap() {
-            let owner = lossproof_stdlib::fault::network::owner(&names);
+            let owner = lossproof_executor::fault::network::owner(&names);
             if link.faults.iter().any(|f| f.owner == owner) {
                 left.push(format!("network fault on {}", link.name));
             }
@@ -646,7 +646,7 @@ pub(crate) fn leftovers(state: &Path, run: &str) -> Vec<String> {
             .fetch_group_list(None, Duration::from_secs(10))
             .unwrap();
         for kind in ["careless", "correct"] {
-            let group = lossproof_stdlib::consumer::group(kind, &names);
+            let group = lossproof_consumers::group(kind, &names);
             if groups.groups().iter().any(|g| g.name() == group) {
                 left.push(format!("group {group}"));
             }
@@ -812,7 +812,7 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if matches!(how, Interruption::Panic) {
-        command.env(lossproof_stdlib::run::FAILPOINT, "panic-during-load");
+        command.env(lossproof_executor::run::FAILPOINT, "panic-during-load");
     }
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();

@@ -18,13 +18,13 @@ use lossproof_runtime::{Component, ConnectClient, Ports, Stack};
 use rdkafka::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-pub fn lossproof(state: &Path, args: &[&str]) -> Output {
+pub(crate) fn lossproof(state: &Path, args: &[&str]) -> Output {
     let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
     all.extend([std::ffi::OsStr::new("--state"), state.as_os_str()]);
     crate::support::lossproof(&all)
 }
 
-pub fn ok(output: &Output) -> String {
+pub(crate) fn ok(output: &Output) -> String {
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -37,12 +37,12 @@ pub fn ok(output: &Output) -> String {
 /// A real local stack of the calling test's own, up and healthy, in a
 /// temporary state directory named for `label` (and this process); stopped
 /// and its state removed when the returned guard drops.
-pub fn up_own_stack(label: &str) -> (PathBuf, StackGuard) {
+pub(crate) fn up_own_stack(label: &str) -> (PathBuf, StackGuard) {
     up_own_stack_with(label, &[])
 }
 
 /// [`up_own_stack`] with more `up` arguments (`--profile aws`).
-pub fn up_own_stack_with(label: &str, up: &[&str]) -> (PathBuf, StackGuard) {
+pub(crate) fn up_own_stack_with(label: &str, up: &[&str]) -> (PathBuf, StackGuard) {
     let state = std::env::temp_dir().join(format!("lossproof-{label}-{}", std::process::id()));
     let guard = StackGuard(state.clone());
     let mut args = vec!["up"];
@@ -52,7 +52,7 @@ pub fn up_own_stack_with(label: &str, up: &[&str]) -> (PathBuf, StackGuard) {
 }
 
 /// Stops the stack and removes its state however the test ends.
-pub struct StackGuard(pub PathBuf);
+pub(crate) struct StackGuard(pub PathBuf);
 
 impl Drop for StackGuard {
     fn drop(&mut self) {
@@ -60,7 +60,7 @@ impl Drop for StackGuard {
     }
 }
 
-pub fn status_json(state: &Path) -> serde_json::Value {
+pub(crate) fn status_json(state: &Path) -> serde_json::Value {
     let output = lossproof(state, &["status", "--json"]);
     serde_json::from_slice(&output.stdout).expect("status --json prints JSON")
 }
@@ -357,18 +357,18 @@ async fn consume(ports: Ports, topic: &str, count: usize, limit: Duration) -> Ve
 /// every kind of operation happens, nothing fails, and the stream drains to
 /// the workload's final LSN. The tables are exactly the vocabulary's.
 async fn workload_under_capture(ports: Ports) {
-    use lossproof_stdlib::workload;
+    use lossproof_executor::workload;
     let database = lossproof_runtime::stack::SOURCE_DATABASE;
     let source = lossproof_runtime::postgres::connect(ports.source_postgres, database)
         .await
         .unwrap();
-    let orders = lossproof_stdlib::workloads::orders();
+    let orders = lossproof_vocabulary::workloads::orders();
     source
         .batch_execute(&workload::ddl(orders, false))
         .await
         .unwrap();
     for table in &orders.tables {
-        let columns: Vec<(String, String)> = source
+        let columns: Vec<(String, lossproof_lang::ColumnType)> = source
             .query(
                 "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
                  WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
@@ -377,18 +377,17 @@ async fn workload_under_capture(ports: Ports) {
             .await
             .unwrap()
             .iter()
-            .map(|r| (r.get(0), r.get(1)))
+            .map(|r| {
+                let printed: String = r.get(1);
+                let parsed = lossproof_lang::ColumnType::parse(&printed)
+                    .unwrap_or_else(|e| panic!("PostgreSQL's `{printed}`: {e}"));
+                (r.get(0), parsed)
+            })
             .collect();
-        let expected: Vec<(String, String)> = table
+        let expected: Vec<(String, lossproof_lang::ColumnType)> = table
             .columns
             .iter()
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    c.sql_type
-                        .replace("timestamptz", "timestamp with time zone"),
-                )
-            })
+            .map(|c| (c.name.clone(), c.sql_type.clone()))
             .collect();
         assert_eq!(
             columns, expected,
@@ -405,15 +404,10 @@ async fn workload_under_capture(ports: Ports) {
         .await
         .unwrap();
 
-    let plan =
-        lossproof_lang::Analyzer::new(&lossproof_stdlib::Stdlib, &lossproof_lang::NoIncludes)
-            .analyze(
-                "w.lp",
-                "workload orders rate 400/s connections 4 customers 20\nunder load 3s < >",
-            )
-            .plan
-            .expect("plan")
-            .workload;
+    let plan = crate::support::plan(
+        "workload orders rate 400/s connections 4 customers 20\nunder load 3s < >",
+    )
+    .workload;
     let report = workload::run(
         &plan,
         7,
@@ -552,7 +546,7 @@ fn endpoints(ports: Ports) -> lossproof_runtime::Endpoints {
 /// lives: lakana-server (`.ci/test` installs it), its catalog in a sqlite
 /// file and its warehouse a folder under `dir`, one environment (its REST
 /// `prefix`) and one bearer token.
-pub struct RestCatalogServer {
+pub(crate) struct RestCatalogServer {
     _process: lossproof_runtime::supervisor::Supervised,
     log: PathBuf,
     pub uri: String,
@@ -563,7 +557,7 @@ pub struct RestCatalogServer {
 impl RestCatalogServer {
     /// Migrate its database, start it, wait (up to a minute) until it
     /// answers, and create the environment `dev` on a file warehouse.
-    pub async fn start(dir: &Path) -> Self {
+    pub(crate) async fn start(dir: &Path) -> Self {
         let venv = lossproof_runtime::tools::Tools::from_env().lakana_venv();
         let program = venv.join("bin/lakana-server");
         assert!(
@@ -651,7 +645,7 @@ impl RestCatalogServer {
     }
 
     /// The server's output so far.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }

@@ -2,29 +2,54 @@
 
 use std::path::{Path, PathBuf};
 
-use lossproof_lang::{Analysis, Analyzer, FsLoader};
-use lossproof_stdlib::Stdlib;
+use lossproof_lang::{Analysis, FsLoader};
+use lossproof_vocabulary::Place;
 
 /// The repository root (tests run from the root package).
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Analyse a file, naming it by its path relative to the root so rendered
-/// diagnostics are the same on every machine.
-pub fn analyze(path: &Path) -> Analysis {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let name = path
-        .strip_prefix(root())
-        .unwrap_or(path)
-        .display()
-        .to_string();
-    Analyzer::new(&Stdlib, &FsLoader).analyze(&name, &text)
+/// What `lossproof check` reports for `text` as the file at `path`.
+pub(crate) fn check_text(path: &Path, text: &str) -> Analysis {
+    let dir = lossproof_vocabulary::check::scenario_dir(path);
+    lossproof_executor::check(
+        &path.display().to_string(),
+        text,
+        &FsLoader,
+        Place {
+            dir: &dir,
+            profile: None,
+        },
+    )
+}
+
+/// The plan of a scenario written inline (no includes), through the same
+/// check; a test's scenario that does not check is a bug of the test.
+pub(crate) fn plan(text: &str) -> lossproof_lang::Plan {
+    let analysis = lossproof_executor::check(
+        "inline.lp",
+        text,
+        &lossproof_lang::NoIncludes,
+        Place {
+            dir: &root(),
+            profile: None,
+        },
+    );
+    analysis.plan.unwrap_or_else(|| {
+        panic!(
+            "{}",
+            lossproof_lang::render::render(
+                &analysis.sources,
+                &analysis.diagnostics,
+                lossproof_lang::render::Style::PLAIN
+            )
+        )
+    })
 }
 
 /// Every `*.lp` file directly in `dir`, sorted.
-pub fn lp_files(dir: &str) -> Vec<PathBuf> {
+pub(crate) fn lp_files(dir: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
         .unwrap_or_else(|e| panic!("read {dir}: {e}"))
         .map(|e| e.expect("dir entry").path())
@@ -35,12 +60,12 @@ pub fn lp_files(dir: &str) -> Vec<PathBuf> {
 }
 
 /// Run the `lossproof` binary from the repository root, without colour.
-pub fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
+pub(crate) fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
     lossproof_in_env(args, &[])
 }
 
 /// [`lossproof`] with `env` added to its environment.
-pub fn lossproof_in_env(
+pub(crate) fn lossproof_in_env(
     args: &[&std::ffi::OsStr],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> std::process::Output {
@@ -54,7 +79,7 @@ pub fn lossproof_in_env(
 }
 
 /// A finished command's stdout then stderr, as text.
-pub fn output_text(output: &std::process::Output) -> String {
+pub(crate) fn output_text(output: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -63,7 +88,7 @@ pub fn output_text(output: &std::process::Output) -> String {
 }
 
 /// Command lines of live processes that name `path`.
-pub fn processes_mentioning(path: &Path) -> Vec<String> {
+pub(crate) fn processes_mentioning(path: &Path) -> Vec<String> {
     let needle = path.display().to_string();
     std::fs::read_dir("/proc")
         .unwrap()
@@ -79,7 +104,7 @@ pub fn processes_mentioning(path: &Path) -> Vec<String> {
 
 /// Held by every test that starts a real stack, so two stacks (two JVMs,
 /// four PostgreSQL servers) never compete for the machine's cores at once.
-pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -90,7 +115,7 @@ pub fn heavy_test() -> std::sync::MutexGuard<'static, ()> {
 /// panics when Chromium is missing, fails, or logs any console message
 /// (an invalid SVG attribute, a script error: the page has no script, so
 /// any message is a bug).
-pub fn chromium_render(html: &Path, png: &Path) -> String {
+pub(crate) fn chromium_render(html: &Path, png: &Path) -> String {
     let profile = tempfile::tempdir().expect("a profile dir");
     let chromium = |extra: &[&std::ffi::OsStr]| {
         std::process::Command::new("chromium")

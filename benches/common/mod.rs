@@ -6,16 +6,16 @@ use std::path::Path;
 use lossproof_runtime::{Ports, Stack};
 
 /// An error a benchmark stops on (printed, exit 2).
-pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// The arguments after `cargo bench`'s own `--bench` flag (a benchmark
 /// with `harness = false` receives it too).
-pub fn args() -> impl Iterator<Item = String> {
+pub(crate) fn args() -> impl Iterator<Item = String> {
     std::env::args().filter(|a| a != "--bench")
 }
 
 /// The stack in `state` and its ports; the error says how to start it.
-pub fn running(state: &Path) -> BenchResult<(Stack, Ports)> {
+pub(crate) fn running(state: &Path) -> BenchResult<(Stack, Ports)> {
     let stack = Stack::open(state)?;
     let ports = stack
         .ports()
@@ -24,7 +24,7 @@ pub fn running(state: &Path) -> BenchResult<(Stack, Ports)> {
 }
 
 /// Two worker threads: the machines this targets have two cores.
-pub fn runtime() -> BenchResult<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> BenchResult<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -32,7 +32,7 @@ pub fn runtime() -> BenchResult<tokio::runtime::Runtime> {
 }
 
 /// Exit 0 when the benchmark's own checks held, 1 when not, 2 on an error.
-pub fn exit(result: BenchResult<bool>) -> std::process::ExitCode {
+pub(crate) fn exit(result: BenchResult<bool>) -> std::process::ExitCode {
     match result {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::from(1),

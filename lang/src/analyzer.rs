@@ -59,7 +59,7 @@ pub struct Analysis {
 impl Analysis {
     #[must_use]
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
+        !self.diagnostics.is_empty()
     }
 }
 
@@ -166,11 +166,7 @@ impl<'a> Analyzer<'a> {
         }
         dedup(&mut diagnostics);
         diagnostics.sort_by_key(|d| (d.span.source, d.span.start));
-        let plan = if diagnostics.iter().any(Diagnostic::is_error) {
-            None
-        } else {
-            Some(plan)
-        };
+        let plan = diagnostics.is_empty().then_some(plan);
         Analysis {
             sources: run.sources,
             file: parsed.file,

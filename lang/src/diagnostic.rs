@@ -5,19 +5,12 @@ use serde::{Deserialize, Serialize};
 use crate::code::Code;
 use crate::span::Span;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
 /// A diagnostic: a stable code, a message, a primary span with its label,
-/// optional help, and secondary labels (e.g. "block opened here").
+/// optional help, and secondary labels (e.g. "block opened here"). Every
+/// diagnostic is an error: a scenario that has one has no plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     pub code: Code,
-    pub severity: Severity,
     pub message: String,
     pub span: Span,
     pub label: String,
@@ -30,7 +23,6 @@ impl Diagnostic {
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
         Self {
             code,
-            severity: Severity::Error,
             message: message.into(),
             span,
             label: String::new(),
@@ -61,11 +53,6 @@ impl Diagnostic {
     pub fn related(mut self, span: Span, label: impl Into<String>) -> Self {
         self.related.push((span, label.into()));
         self
-    }
-
-    #[must_use]
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod analyzer;
 pub mod ast;
 pub mod code;
+mod column_type;
 pub mod declared;
 pub mod diagnostic;
 pub mod formatter;
@@ -28,7 +29,8 @@ pub mod vocabulary;
 
 pub use analyzer::{Analysis, Analyzer, Source};
 pub use code::Code;
-pub use diagnostic::{Diagnostic, Severity};
+pub use column_type::{ColumnType, TypeError};
+pub use diagnostic::Diagnostic;
 pub use formatter::format;
 pub use loader::{FsLoader, Loader, NoIncludes};
 pub use parser::{Parsed, Parser};

@@ -18,7 +18,7 @@ use crate::units;
 use crate::vocabulary::{ParamKind, PatternPart, TableSig, Vocabulary, WorkloadSig};
 
 /// What a statement may refer to: the scenario's workload and consumers.
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     pub vocab: &'a dyn Vocabulary,
     pub workload: &'a WorkloadSig,
     pub consumers: &'a [String],
@@ -27,14 +27,14 @@ pub struct Scope<'a> {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Matched {
+pub(crate) struct Matched {
     pub target: Option<Target>,
     pub args: BTreeMap<String, ArgValue>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
 #[derive(Debug, Clone)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// How many words matched before the failure: the furthest wins.
     pub at: usize,
     /// What was expected at `at`.
@@ -43,10 +43,10 @@ pub struct Failure {
     pub literals: Vec<&'static str>,
 }
 
-pub type Outcome = Result<Matched, Failure>;
+pub(crate) type Outcome = Result<Matched, Failure>;
 
 impl<'a> Scope<'a> {
-    pub fn match_parts(
+    pub(crate) fn match_parts(
         &self,
         parts: &[PatternPart],
         words: &[Word],
@@ -241,11 +241,11 @@ impl<'a> Scope<'a> {
                 )
                 .label("unknown column")
                 .help(help_for(word, &columns, "its columns are")),
-            (ParamKind::WidenableColumn, Some(column)) if column.widens_to.is_none() => {
+            (ParamKind::WidenableColumn, Some(column)) if column.sql_type.widens_to().is_none() => {
                 let widenable: Vec<&str> = table
                     .columns
                     .iter()
-                    .filter(|c| c.widens_to.is_some())
+                    .filter(|c| c.sql_type.widens_to().is_some())
                     .map(|c| c.name.as_str())
                     .collect();
                 Code::CannotWiden
@@ -341,7 +341,7 @@ impl<'a> Scope<'a> {
     }
 
     /// Check a consumer name: known to the stdlib, and run by this scenario.
-    pub fn consumer(&self, name: &str, span: Span, acc: &mut Matched) {
+    pub(crate) fn consumer(&self, name: &str, span: Span, acc: &mut Matched) {
         let known: Vec<&str> = self
             .vocab
             .consumers()
@@ -398,7 +398,7 @@ fn merge(a: Failure, b: Failure) -> Failure {
 
 /// Pick the best of several candidate patterns' outcomes: the first match,
 /// else the furthest failure (merged when several reach equally far).
-pub fn best(outcomes: Vec<Outcome>) -> Outcome {
+pub(crate) fn best(outcomes: Vec<Outcome>) -> Outcome {
     let mut failure: Option<Failure> = None;
     for outcome in outcomes {
         match outcome {
@@ -416,7 +416,7 @@ pub fn best(outcomes: Vec<Outcome>) -> Outcome {
 
 /// Turn a failure into a diagnostic pointing at the word where matching
 /// stopped (or the end of the statement).
-pub fn failure_diagnostic(
+pub(crate) fn failure_diagnostic(
     code: Code,
     failure: &Failure,
     words: &[Word],

@@ -90,7 +90,7 @@ pub struct Parsed {
 impl Parsed {
     #[must_use]
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
+        !self.diagnostics.is_empty()
     }
 }
 

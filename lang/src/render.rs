@@ -4,7 +4,7 @@
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
 
 use crate::analyzer::Source;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 
 /// How to draw diagnostics.
 #[derive(Debug, Clone, Copy)]
@@ -119,10 +119,7 @@ impl miette::Diagnostic for Shown<'_> {
     }
 
     fn severity(&self) -> Option<miette::Severity> {
-        Some(match self.diagnostic.severity {
-            Severity::Error => miette::Severity::Error,
-            Severity::Warning => miette::Severity::Warning,
-        })
+        Some(miette::Severity::Error)
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {

@@ -26,64 +26,11 @@ use std::collections::{HashMap, HashSet};
 
 use crate::ast::{TableDecl, TableLine, TableToken};
 use crate::code::Code;
+use crate::column_type::{ColumnType, TypeError};
 use crate::diagnostic::Diagnostic;
 use crate::span::{Span, Spanned};
 use crate::suggest::{help_for, list};
 use crate::vocabulary::{ColumnSig, ForeignKeySig, ReplicaIdentity, TableSig};
-
-/// The column types a declared table may use, as written, each also as an
-/// array (`text[]`, [`array_element`]). Each has a canonical form in the
-/// reconciler, an Iceberg type in the reference consumers (an array: a
-/// list) and values in the seeded generator; anything else is an error here
-/// rather than a surprise at run time.
-pub const COLUMN_TYPES: &[&str] = &[
-    "smallint",
-    "integer",
-    "bigint",
-    "numeric(P,S)",
-    "real",
-    "double precision",
-    "boolean",
-    "text",
-    "varchar(N)",
-    "char(N)",
-    "uuid",
-    "date",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "interval",
-    "json",
-    "jsonb",
-    "bytea",
-];
-
-/// The first word of each type, for "did you mean" and completion.
-pub const TYPE_WORDS: &[&str] = &[
-    "smallint",
-    "integer",
-    "bigint",
-    "numeric",
-    "real",
-    "double",
-    "boolean",
-    "text",
-    "varchar",
-    "char",
-    "uuid",
-    "date",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "interval",
-    "json",
-    "jsonb",
-    "bytea",
-];
-
-/// Types a primary-key column may have (the generator makes unique values
-/// of them from each connection's own key space).
-const KEY_TYPES: &[&str] = &["integer", "bigint", "text", "varchar", "uuid"];
 
 /// Every word a table declaration uses besides names and types (editors
 /// highlight them; completion offers them).
@@ -109,16 +56,19 @@ const RESERVED_PREFIXES: &[&str] = &["lossproof_", "_lp_"];
 
 /// What the help of a missing or unknown type lists.
 fn types_help() -> String {
+    let types: Vec<String> = ColumnType::EXAMPLES.iter().map(ColumnType::usage).collect();
+    let types: Vec<&str> = types.iter().map(String::as_str).collect();
     format!(
         "types are {}, and an array of any of them (`text[]`)",
-        list(COLUMN_TYPES)
+        list(&types)
     )
 }
 
-/// The element type of an array type (`numeric(12,2)[]` -> `numeric(12,2)`).
+/// The first word of each column type, for "did you mean", completion and
+/// the editors' word lists.
 #[must_use]
-pub fn array_element(sql_type: &str) -> Option<&str> {
-    sql_type.strip_suffix("[]")
+pub fn type_words() -> Vec<&'static str> {
+    ColumnType::EXAMPLES.iter().map(ColumnType::word).collect()
 }
 
 /// Whether a type word takes `(…)` arguments (`numeric(10,2)`, `varchar(40)`).
@@ -130,46 +80,33 @@ pub fn takes_arguments(word: &str) -> bool {
     )
 }
 
-/// The wider type `alter table T widen C` changes a column to, if any.
-#[must_use]
-pub fn widens_to(sql_type: &str) -> Option<String> {
-    match sql_type {
-        "smallint" => Some("integer".into()),
-        "integer" => Some("bigint".into()),
-        _ => {
-            if let Some((p, s)) = numeric_args(sql_type)
-                && p < 38
-            {
-                return Some(format!("numeric({},{s})", (p + 4).min(38)));
-            }
-            let n: u32 = sql_type
-                .strip_prefix("varchar(")?
-                .strip_suffix(')')?
-                .parse()
-                .ok()?;
-            Some(format!("varchar({})", n.saturating_mul(2).min(10_485_760)))
-        }
+/// Whether a sized type's size is one lossproof can create: a numeric's
+/// precision 1..38 and scale up to it (Iceberg decimals have a fixed
+/// scale), a varchar's length at least 1, a char's within PostgreSQL's.
+fn size_in_range(column_type: &ColumnType) -> bool {
+    match column_type {
+        ColumnType::Numeric(Some((p, s))) => (1..=38).contains(p) && s <= p,
+        ColumnType::Varchar(Some(n)) => *n >= 1,
+        ColumnType::Char(n) => (1..=10_485_760).contains(n),
+        ColumnType::Numeric(None) | ColumnType::Varchar(None) => false,
+        ColumnType::SmallInt
+        | ColumnType::Integer
+        | ColumnType::BigInt
+        | ColumnType::Real
+        | ColumnType::DoublePrecision
+        | ColumnType::Boolean
+        | ColumnType::Text
+        | ColumnType::Uuid
+        | ColumnType::Date
+        | ColumnType::Time
+        | ColumnType::Timestamp
+        | ColumnType::Timestamptz
+        | ColumnType::Interval
+        | ColumnType::Json
+        | ColumnType::Jsonb
+        | ColumnType::Bytea
+        | ColumnType::Array(_) => true,
     }
-}
-
-/// `char(N)` -> N.
-#[must_use]
-pub fn char_length(sql_type: &str) -> Option<u32> {
-    sql_type
-        .strip_prefix("char(")?
-        .strip_suffix(')')?
-        .parse()
-        .ok()
-}
-
-/// `numeric(P,S)` -> (P, S).
-#[must_use]
-pub fn numeric_args(sql_type: &str) -> Option<(u32, u32)> {
-    let (p, s) = sql_type
-        .strip_prefix("numeric(")?
-        .strip_suffix(')')?
-        .split_once(',')?;
-    Some((p.trim().parse().ok()?, s.trim().parse().ok()?))
 }
 
 /// Read every declaration; parents come before children in the result.
@@ -409,7 +346,6 @@ impl<'d, 'v> TableReader<'d, 'v> {
         };
         let mut column = ColumnSig {
             name: name.value.clone(),
-            widens_to: widens_to(&sql_type),
             sql_type,
             not_null: false,
             large: false,
@@ -427,7 +363,7 @@ impl<'d, 'v> TableReader<'d, 'v> {
                     }
                 }
                 Some("large") => {
-                    if column.sql_type == "text" {
+                    if column.sql_type == ColumnType::Text {
                         column.large = true;
                     } else {
                         self.error(
@@ -471,8 +407,8 @@ impl<'d, 'v> TableReader<'d, 'v> {
         self.columns.push((column, name.span));
     }
 
-    /// The column's type after its name, in the form the DDL writes it.
-    fn column_type(&mut self, words: &mut Words<'d>) -> Option<String> {
+    /// The column's type after its name.
+    fn column_type(&mut self, words: &mut Words<'d>) -> Option<ColumnType> {
         let Some(TableToken::Word(word)) = words.next() else {
             self.error(
                 table_error(words.end_span(), "a column needs a type")
@@ -497,93 +433,71 @@ impl<'d, 'v> TableReader<'d, 'v> {
                     );
                     return None;
                 }
-                Some(format!("{scalar}[]"))
+                Some(ColumnType::Array(Box::new(scalar)))
             }
             _ => Some(scalar),
         }
     }
 
-    /// A column's type without its array suffix, from its first word on.
-    fn scalar_type(&mut self, word: &'d Spanned<String>, words: &mut Words<'d>) -> Option<String> {
-        let simple = match word.value.as_str() {
-            "smallint" | "int2" => Some("smallint"),
-            "integer" | "int" | "int4" => Some("integer"),
-            "bigint" | "int8" => Some("bigint"),
-            "boolean" | "bool" => Some("boolean"),
-            "text" => Some("text"),
-            "uuid" => Some("uuid"),
-            "timestamptz" => Some("timestamptz"),
-            "timestamp" => Some("timestamp"),
-            "date" => Some("date"),
-            "time" => Some("time"),
-            "interval" => Some("interval"),
-            "json" => Some("json"),
-            "jsonb" => Some("jsonb"),
-            "bytea" => Some("bytea"),
-            "real" | "float4" => Some("real"),
-            "float8" => Some("double precision"),
-            "double" => {
-                self.expect(words, &["precision"])?;
-                Some("double precision")
-            }
-            _ => None,
-        };
-        if let Some(simple) = simple {
-            return Some(simple.to_owned());
+    /// A column's type without its array suffix, from its first word on:
+    /// its words and size as written, read by [`ColumnType::parse`].
+    fn scalar_type(
+        &mut self,
+        word: &'d Spanned<String>,
+        words: &mut Words<'d>,
+    ) -> Option<ColumnType> {
+        let mut text = word.value.clone();
+        if word.value == "double" {
+            self.expect(words, &["precision"])?;
+            text.push_str(" precision");
         }
-        if takes_arguments(&word.value) {
-            let args = match words.peek() {
-                Some(TableToken::List { items, .. }) => {
-                    words.at += 1;
-                    items
-                        .iter()
-                        .map(|i| i.value.parse::<u32>().ok())
-                        .collect::<Option<Vec<u32>>>()
-                }
-                _ => None,
-            };
-            match (word.value.as_str(), args.as_deref()) {
-                ("numeric" | "decimal", Some(&[p, s])) if (1..=38).contains(&p) && s <= p => {
-                    return Some(format!("numeric({p},{s})"));
-                }
-                ("varchar", Some(&[n])) if n >= 1 => return Some(format!("varchar({n})")),
-                ("char" | "character", Some(&[n])) if (1..=10_485_760).contains(&n) => {
-                    return Some(format!("char({n})"));
-                }
-                _ => {
-                    let help = if word.value == "varchar" {
-                        "give its length, e.g. `varchar(40)`"
-                    } else if matches!(word.value.as_str(), "char" | "character") {
-                        "give its length, e.g. `char(8)`: values are padded with spaces to it"
-                    } else {
-                        "give precision 1..38 and scale 0..precision, e.g. `numeric(10,2)`: Iceberg decimals have a fixed scale"
-                    };
-                    self.error(
-                        table_error(word.span, format!("`{}` needs its size", word.value))
-                            .label("size missing or out of range")
-                            .help(help),
-                    );
-                    return None;
-                }
+        let sized = takes_arguments(&word.value);
+        let mut size_given = false;
+        if sized && let Some(TableToken::List { items, .. }) = words.peek() {
+            words.at += 1;
+            size_given = true;
+            let args: Vec<&str> = items.iter().map(|i| i.value.as_str()).collect();
+            text = format!("{text}({})", args.join(","));
+        }
+        match ColumnType::parse(&text) {
+            Ok(column_type) if size_given == sized && size_in_range(&column_type) => {
+                Some(column_type)
+            }
+            Ok(_) | Err(TypeError::BadSize(_)) if sized => {
+                let help = if word.value == "varchar" {
+                    "give its length, e.g. `varchar(40)`"
+                } else if matches!(word.value.as_str(), "char" | "character") {
+                    "give its length, e.g. `char(8)`: values are padded with spaces to it"
+                } else {
+                    "give precision 1..38 and scale 0..precision, e.g. `numeric(10,2)`: Iceberg decimals have a fixed scale"
+                };
+                self.error(
+                    table_error(word.span, format!("`{}` needs its size", word.value))
+                        .label("size missing or out of range")
+                        .help(help),
+                );
+                None
+            }
+            Ok(_) | Err(_) => {
+                self.error(
+                    table_error(
+                        word.span,
+                        format!(
+                            "lossproof cannot generate or compare `{}` columns",
+                            word.value
+                        ),
+                    )
+                    .label("unsupported type")
+                    .help(
+                        match crate::suggest::did_you_mean(&word.value, type_words()) {
+                            Some(best) => format!("did you mean `{best}`?"),
+                            None => types_help(),
+                        },
+                    ),
+                );
+                None
             }
         }
-        self.error(
-            table_error(
-                word.span,
-                format!(
-                    "lossproof cannot generate or compare `{}` columns",
-                    word.value
-                ),
-            )
-            .label("unsupported type")
-            .help(
-                match crate::suggest::did_you_mean(&word.value, TYPE_WORDS.iter().copied()) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None => types_help(),
-                },
-            ),
-        );
-        None
     }
 
     fn finish(mut self) -> Option<(TableSig, Vec<Span>)> {
@@ -631,18 +545,13 @@ impl<'d, 'v> TableReader<'d, 'v> {
             match self.columns.iter().find(|(c, _)| c.name == column.value) {
                 None => self.unknown_column(column),
                 Some((c, _)) => {
-                    let base = if array_element(&c.sql_type).is_some() {
-                        c.sql_type.as_str()
-                    } else {
-                        c.sql_type.split('(').next().unwrap_or_default()
-                    };
-                    if !KEY_TYPES.contains(&base) {
+                    if !c.sql_type.can_be_key() {
                         let message =
                             format!("a key column cannot be {} (`{}`)", c.sql_type, column.value);
                         self.error(
                             table_error(column.span, message)
                                 .label("not a key type")
-                                .help(format!("key columns are {}", list(KEY_TYPES))),
+                                .help(format!("key columns are {}", key_types())),
                         );
                     }
                 }
@@ -718,6 +627,17 @@ impl<'d> Words<'d> {
     }
 }
 
+/// The types a key column may have, for its help.
+fn key_types() -> String {
+    let types: Vec<String> = ColumnType::EXAMPLES
+        .iter()
+        .filter(|t| t.can_be_key())
+        .map(ColumnType::usage)
+        .collect();
+    let types: Vec<&str> = types.iter().map(String::as_str).collect();
+    list(&types)
+}
+
 /// Names become SQL identifiers and Iceberg names unquoted: lower case,
 /// letters, digits and `_`, not lossproof's own. True when it is not one.
 fn check_name(name: &Spanned<String>, what: &str, diagnostics: &mut Vec<Diagnostic>) -> bool {
@@ -777,7 +697,7 @@ fn check_reference(
     let types = |t: &TableSig, columns: &[String]| -> Vec<String> {
         columns
             .iter()
-            .filter_map(|c| t.column(c).map(|c| c.sql_type.clone()))
+            .filter_map(|c| t.column(c).map(|c| c.sql_type.to_string()))
             .collect()
     };
     let ours = types(table, &fk.columns);
@@ -870,12 +790,12 @@ mod tests {
         assert_eq!(tables[0].primary_key, ["tenant", "account_id"]);
         assert_eq!(tables[0].replica_identity, Some(ReplicaIdentity::Full));
         assert_eq!(
-            tables[0].column("amount").unwrap().widens_to.as_deref(),
-            Some("numeric(14,2)")
+            tables[0].column("amount").unwrap().sql_type.widens_to(),
+            Some(ColumnType::Numeric(Some((14, 2))))
         );
         assert_eq!(
             tables[0].column("score").unwrap().sql_type,
-            "double precision"
+            ColumnType::DoublePrecision
         );
         let notes = &tables[1];
         assert_eq!(notes.primary_key, ["note_id"]);
@@ -943,10 +863,10 @@ mod tests {
             "table t <\n  id bigint primary key\n  tags text[] not null\n  cents numeric(12,2)[]\n  scores double precision[]\n  ids int4[]\n>\n",
         )
         .unwrap();
-        let types: Vec<&str> = tables[0]
+        let types: Vec<String> = tables[0]
             .columns
             .iter()
-            .map(|c| c.sql_type.as_str())
+            .map(|c| c.sql_type.to_string())
             .collect();
         assert_eq!(
             types,
@@ -959,8 +879,9 @@ mod tests {
             ]
         );
         assert!(tables[0].column("tags").unwrap().not_null);
-        assert_eq!(tables[0].column("cents").unwrap().widens_to, None);
-        assert_eq!(array_element("numeric(12,2)[]"), Some("numeric(12,2)"));
-        assert_eq!(array_element("text"), None);
+        assert_eq!(
+            tables[0].column("cents").unwrap().sql_type.widens_to(),
+            None
+        );
     }
 }

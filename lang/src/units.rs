@@ -26,7 +26,7 @@ fn wrong(q: &Quantity, what: &str, units: &str) -> Diagnostic {
 }
 
 /// Milliseconds from `500ms`, `30s`, `2m`, `1h`, `1.5s`.
-pub fn duration_ms(q: &Quantity) -> Result<u64, Diagnostic> {
+pub(crate) fn duration_ms(q: &Quantity) -> Result<u64, Diagnostic> {
     let factor: u128 = match q.unit.as_deref() {
         None => return Err(missing(q, "a duration", "s")),
         Some("ms") => 1,
@@ -50,7 +50,7 @@ pub fn duration_ms(q: &Quantity) -> Result<u64, Diagnostic> {
 }
 
 /// Percent from `30%` or `2.5%`, as a number 0..=100 is NOT checked here.
-pub fn percent(q: &Quantity) -> Result<f64, Diagnostic> {
+pub(crate) fn percent(q: &Quantity) -> Result<f64, Diagnostic> {
     match q.unit.as_deref() {
         None => Err(missing(q, "a percentage", "%")),
         Some("%") => q.number.parse().map_err(|_| too_big(q)),
@@ -59,7 +59,7 @@ pub fn percent(q: &Quantity) -> Result<f64, Diagnostic> {
 }
 
 /// Events per second from `200/s`, `1000/m`, `3600/h`.
-pub fn rate_per_s(q: &Quantity) -> Result<f64, Diagnostic> {
+pub(crate) fn rate_per_s(q: &Quantity) -> Result<f64, Diagnostic> {
     let per: f64 = match q.unit.as_deref() {
         None => return Err(missing(q, "a rate", "/s")),
         Some("/s") => 1.0,
@@ -72,7 +72,7 @@ pub fn rate_per_s(q: &Quantity) -> Result<f64, Diagnostic> {
 }
 
 /// A plain whole number: `3`.
-pub fn count(q: &Quantity) -> Result<u64, Diagnostic> {
+pub(crate) fn count(q: &Quantity) -> Result<u64, Diagnostic> {
     if let Some(unit) = &q.unit {
         return Err(Code::WrongUnit
             .at(

@@ -4,6 +4,8 @@
 //! (`alter table {table:table} widen {column:column}`), so adding a fault is
 //! one entry in the stdlib, never a grammar change.
 
+use crate::column_type::ColumnType;
+
 /// The stdlib's vocabulary, as the analyser sees it.
 pub trait Vocabulary {
     fn faults(&self) -> &[FaultSig];
@@ -104,11 +106,9 @@ impl TableSig {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnSig {
     pub name: String,
-    /// The `PostgreSQL` type, e.g. `numeric(10,2)`.
-    pub sql_type: String,
-    /// The type `widen` changes it to, if it can be widened.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub widens_to: Option<String>,
+    /// Its type (in files: the DDL text, e.g. `numeric(10,2)`; what
+    /// `widen` changes it to is [`ColumnType::widens_to`]).
+    pub sql_type: ColumnType,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_null: bool,
     /// TOAST-sized values (text only): the generator writes several
@@ -412,7 +412,7 @@ impl Words {
                 .iter()
                 .map(|w| (*w).to_owned())
                 .collect(),
-            column_types: crate::tables::TYPE_WORDS
+            column_types: crate::tables::type_words()
                 .iter()
                 .chain(&["precision"])
                 .map(|w| (*w).to_owned())

@@ -11,8 +11,11 @@
 //! - [`Profile`]: an external stack (a team's own components), loaded from
 //!   a TOML file with its secrets kept out of every output.
 //!
-//! Depends on `lang/` only (later: the executor and the reconciler).
+//! - [`reconcile`]: the reconciler, the diff and the assertions over it.
+//!
+//! Depends on `lang/` only.
 
+mod abort_on_drop;
 pub mod change_event;
 pub mod component;
 pub mod connect;
@@ -34,6 +37,7 @@ pub mod supervisor;
 pub mod tools;
 pub mod versions;
 
+pub use abort_on_drop::AbortOnDrop;
 pub use component::{Component, StackProfile};
 pub use connect::ConnectClient;
 pub use endpoints::Endpoints;

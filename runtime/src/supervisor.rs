@@ -1,6 +1,7 @@
 //! Supervised child processes of a run (the consumers under test): each in
 //! its own process group, its output appended to a log file, killable at any
-//! instant, and stopped — group-wide — when dropped, so nothing outlives the
+//! instant, stopped without blocking an async worker ([`Supervised::terminate`]),
+//! and killed — group-wide — when dropped, so nothing outlives the
 //! run (normal exit, error, panic or Ctrl-C unwinding through `run`). A run
 //! SIGKILLed cannot drop anything: its children then die with it through
 //! [`die_with_parent`].
@@ -146,23 +147,28 @@ impl Supervised {
     }
 
     /// SIGKILL its process group and reap it. False if it was not running.
-    pub fn kill(&mut self) -> bool {
+    pub async fn kill(&mut self) -> bool {
         if !self.running() {
             return false;
         }
         if let Some(group) = self.group() {
             let _ = killpg(group, Signal::SIGKILL);
         }
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
+        // A SIGKILLed process is gone within milliseconds; one stuck in
+        // the kernel (uninterruptible I/O) is left to the reaper thread
+        // after the bound rather than stall the caller's worker.
+        self.wait_gone(KILL_REAP).await;
+        if let Some(child) = self.child.take() {
+            reap_elsewhere(child);
         }
         self.paused = false;
         true
     }
 
     /// SIGTERM (a graceful stop), then SIGKILL after `grace`. False if it
-    /// was not running.
-    pub fn terminate(&mut self, grace: Duration) -> bool {
+    /// was not running. Waits asynchronously: the caller's worker goes on
+    /// with other tasks meanwhile.
+    pub async fn terminate(&mut self, grace: Duration) -> bool {
         if !self.running() {
             return false;
         }
@@ -172,14 +178,24 @@ impl Supervised {
             }
             let _ = killpg(group, Signal::SIGTERM);
         }
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
+        if self.wait_gone(grace).await {
+            return true;
+        }
+        self.kill().await
+    }
+
+    /// Poll until it has exited (reaped) or `limit` passed; whether it has.
+    async fn wait_gone(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
             if !self.running() {
                 return true;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.kill()
     }
 
     /// SIGSTOP: it freezes, holding its connections. False if not running.
@@ -203,8 +219,31 @@ impl Supervised {
     }
 }
 
+/// A SIGKILLed process is gone within milliseconds, unless stuck in the
+/// kernel: how long [`Supervised::kill`] waits to reap it itself.
+const KILL_REAP: Duration = Duration::from_secs(5);
+
+/// Reap `child` on a thread of its own (a process must be waited for, or
+/// it stays a zombie), without blocking the caller.
+fn reap_elsewhere(mut child: Child) {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+}
+
+/// A supervised program never outlives its handle: dropping it (an error,
+/// a panic or Ctrl-C unwinding through a seed) SIGKILLs its group, and the
+/// reaping happens on a thread of its own, so no async worker blocks.
 impl Drop for Supervised {
     fn drop(&mut self) {
-        self.kill();
+        if let Some(child) = self.child.take() {
+            if let Some(group) = i32::try_from(child.id()).ok().map(Pid::from_raw) {
+                let _ = killpg(group, Signal::SIGKILL);
+            }
+            reap_elsewhere(child);
+        }
     }
 }

@@ -19,7 +19,7 @@ use super::document::Document;
 use super::position::LineIndex;
 use super::{completion, diagnostics, hover};
 
-pub struct Backend {
+pub(super) struct Backend {
     client: Client,
     documents: Mutex<HashMap<Uri, Document>>,
     /// The client takes snippets in completions.
@@ -27,7 +27,7 @@ pub struct Backend {
 }
 
 impl Backend {
-    pub fn new(client: Client) -> Self {
+    pub(super) fn new(client: Client) -> Self {
         Self {
             client,
             documents: Mutex::new(HashMap::new()),

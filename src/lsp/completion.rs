@@ -13,7 +13,7 @@ use lossproof_lang::vocabulary::{
     ParamKind, PatternPart, SettingKind, SettingSig, Vocabulary, WorkloadSig, compile_pattern,
     first_word, usage,
 };
-use lossproof_stdlib::Stdlib;
+use lossproof_vocabulary::Stdlib;
 use tower_lsp_server::ls_types::{
     CompletionItem, CompletionItemKind, CompletionTextEdit, Documentation, InsertTextFormat,
     MarkupContent, MarkupKind, TextEdit,
@@ -26,7 +26,7 @@ use super::position::LineIndex;
 
 /// What to offer at byte `offset` of the document. `snippets`: the client takes snippet
 /// syntax (placeholders in assertion shorthands).
-pub fn complete(document: &Document, offset: usize, snippets: bool) -> Vec<CompletionItem> {
+pub(super) fn complete(document: &Document, offset: usize, snippets: bool) -> Vec<CompletionItem> {
     let text = document.text();
     let Some(ctx) = Context::completion(text, offset) else {
         return Vec::new();
@@ -115,7 +115,7 @@ fn push_pattern_word(
 }
 
 /// How a setting's value is written.
-pub fn setting_value(setting: &SettingSig) -> String {
+pub(super) fn setting_value(setting: &SettingSig) -> String {
     match setting.kind {
         SettingKind::Count { min, max } => format!("{min}..{max}"),
         SettingKind::Duration => "DURATION".to_owned(),
@@ -127,7 +127,7 @@ pub fn setting_value(setting: &SettingSig) -> String {
 /// choices after its keyword, otherwise the clauses not given yet.
 /// Whether `offset` is inside the body of a `table NAME < … >`: after a
 /// `<` that opens a line starting with `table`, with no `>` since.
-pub fn in_table(text: &str, offset: usize) -> bool {
+pub(super) fn in_table(text: &str, offset: usize) -> bool {
     let before = &text[..offset];
     match (before.rfind('<'), before.rfind('>')) {
         (Some(open), close) if close.is_none_or(|c| c < open) => {
@@ -246,7 +246,7 @@ impl Words<'_> {
             [.., "on"] => words(&["delete"]),
             [.., "delete"] => words(&["cascade"]),
             [.., "not"] => words(&["null"]),
-            [_] => lossproof_lang::tables::TYPE_WORDS
+            [_] => lossproof_lang::tables::type_words()
                 .iter()
                 .map(|t| item(t, CompletionItemKind::TYPE_PARAMETER, "column type", None))
                 .collect(),
@@ -441,11 +441,11 @@ impl Words<'_> {
         let mut items: Vec<CompletionItem> = Vec::new();
         for table in chosen {
             for column in &table.columns {
-                if widenable && column.widens_to.is_none() {
+                if widenable && column.sql_type.widens_to().is_none() {
                     continue;
                 }
                 let mut detail = format!("{}.{} {}", table.name, column.name, column.sql_type);
-                if let Some(wider) = &column.widens_to {
+                if let Some(wider) = column.sql_type.widens_to() {
                     let _ = write!(detail, " -> {wider}");
                 }
                 match items.iter_mut().find(|i| i.label == column.name) {

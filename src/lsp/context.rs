@@ -5,7 +5,7 @@
 use lossproof_lang::vocabulary::{ParamKind, PatternPart, Vocabulary};
 
 /// The word at a position and the statement around it.
-pub struct Context<'a> {
+pub(super) struct Context<'a> {
     /// The statement's words before the word.
     pub before: Vec<&'a str>,
     /// The word: for completion, its part before the position (possibly empty).
@@ -28,7 +28,7 @@ fn words(text: &str) -> Vec<&str> {
 impl<'a> Context<'a> {
     /// For completion at `offset`: the word is what is typed before it. `None` in a comment, a
     /// string or a SQL fence.
-    pub fn completion(text: &'a str, offset: usize) -> Option<Self> {
+    pub(super) fn completion(text: &'a str, offset: usize) -> Option<Self> {
         let statement = statement_start(text, offset)?;
         let start = word_start(text, offset);
         Some(Self {
@@ -41,7 +41,7 @@ impl<'a> Context<'a> {
 
     /// For hover at `offset`: the whole word around it. `None` off a word, in a comment, a
     /// string or a SQL fence.
-    pub fn hover(text: &'a str, offset: usize) -> Option<Self> {
+    pub(super) fn hover(text: &'a str, offset: usize) -> Option<Self> {
         let offset = offset.min(text.len());
         if !text.is_char_boundary(offset) {
             return None;
@@ -64,7 +64,7 @@ impl<'a> Context<'a> {
     }
 
     /// The statement's first word, or the word itself when it is the first.
-    pub fn first(&self) -> &'a str {
+    pub(super) fn first(&self) -> &'a str {
         self.before.first().copied().unwrap_or(self.word)
     }
 }
@@ -109,13 +109,13 @@ fn statement_start(text: &str, offset: usize) -> Option<usize> {
 
 /// One step of a pattern whose optional groups have been expanded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(super) enum Step {
     Word(&'static str),
     Param(ParamKind),
 }
 
 /// Every way of writing a pattern: each optional group left out or put in.
-pub fn alternatives(parts: &[PatternPart]) -> Vec<Vec<Step>> {
+pub(super) fn alternatives(parts: &[PatternPart]) -> Vec<Vec<Step>> {
     let mut out: Vec<Vec<Step>> = vec![Vec::new()];
     for part in parts {
         match part {
@@ -149,7 +149,7 @@ pub fn alternatives(parts: &[PatternPart]) -> Vec<Vec<Step>> {
 
 /// How far `words` follow one way of writing a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Follow<'w> {
+pub(super) struct Follow<'w> {
     /// The step that may come next; `None` when the words complete the pattern.
     pub next: Option<Step>,
     /// The table the words named (for a column that follows).
@@ -160,7 +160,11 @@ pub struct Follow<'w> {
 
 /// Whether `words` are a beginning of `steps`, and what may follow them. `None` when they
 /// differ from the pattern or go past its end.
-pub fn follow<'w>(steps: &[Step], words: &[&'w str], vocab: &dyn Vocabulary) -> Option<Follow<'w>> {
+pub(super) fn follow<'w>(
+    steps: &[Step],
+    words: &[&'w str],
+    vocab: &dyn Vocabulary,
+) -> Option<Follow<'w>> {
     let mut table = None;
     let mut consumer = false;
     let mut j = 0;
@@ -201,7 +205,7 @@ pub fn follow<'w>(steps: &[Step], words: &[&'w str], vocab: &dyn Vocabulary) -> 
 #[cfg(test)]
 mod tests {
     use lossproof_lang::vocabulary::compile_pattern;
-    use lossproof_stdlib::Stdlib;
+    use lossproof_vocabulary::Stdlib;
 
     use super::*;
 

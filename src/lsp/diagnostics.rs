@@ -13,8 +13,8 @@ use std::path::Path;
 
 use lossproof_lang::ast::Item;
 use lossproof_lang::render::line_col;
-use lossproof_lang::{Analysis, Diagnostic, Loader, Severity, Span, Vocabulary};
-use lossproof_stdlib::Stdlib;
+use lossproof_lang::{Analysis, Diagnostic, Loader, Span, Vocabulary};
+use lossproof_vocabulary::Stdlib;
 use tower_lsp_server::ls_types::{
     self as lsp, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Uri,
 };
@@ -22,7 +22,7 @@ use tower_lsp_server::ls_types::{
 use super::position::LineIndex;
 
 /// Every diagnostic of `analysis`, in its order, for the document `uri` (source 0).
-pub fn to_lsp(analysis: &Analysis, uri: &Uri) -> Vec<lsp::Diagnostic> {
+pub(super) fn to_lsp(analysis: &Analysis, uri: &Uri) -> Vec<lsp::Diagnostic> {
     let files = Files::new(analysis, uri);
     analysis
         .diagnostics
@@ -121,10 +121,7 @@ impl<'a> Files<'a> {
         }
         lsp::Diagnostic {
             range,
-            severity: Some(match diagnostic.severity {
-                Severity::Error => DiagnosticSeverity::ERROR,
-                Severity::Warning => DiagnosticSeverity::WARNING,
-            }),
+            severity: Some(DiagnosticSeverity::ERROR),
             code: Some(NumberOrString::String(diagnostic.code.as_str().to_owned())),
             source: Some("lossproof".to_owned()),
             message,

@@ -6,7 +6,7 @@ use lossproof_lang::vocabulary::{
     ColumnSig, FaultSig, ParamKind, TableSig, Vocabulary, WorkloadSig, compile_pattern, first_word,
     usage,
 };
-use lossproof_stdlib::Stdlib;
+use lossproof_vocabulary::Stdlib;
 use tower_lsp_server::ls_types::{Hover, HoverContents, MarkupContent, MarkupKind};
 
 use super::completion::setting_value;
@@ -16,7 +16,7 @@ use super::keywords;
 use super::position::LineIndex;
 
 /// The hover for byte `offset` of the document, if the word there means something.
-pub fn hover(document: &Document, offset: usize) -> Option<Hover> {
+pub(super) fn hover(document: &Document, offset: usize) -> Option<Hover> {
     let text = document.text();
     let ctx = Context::hover(text, offset)?;
     let in_table = super::completion::in_table(text, ctx.start);
@@ -224,21 +224,21 @@ fn column_text(table: &TableSig, column: &ColumnSig) -> String {
         "**column `{}.{}`** {}",
         table.name, column.name, column.sql_type
     );
-    if let Some(wider) = &column.widens_to {
+    if let Some(wider) = column.sql_type.widens_to() {
         let _ = write!(text, " (`widen` makes it {wider})");
     }
     text
 }
 
 /// A table's primary key and columns, as Markdown.
-pub fn columns_table(table: &TableSig) -> String {
+pub(super) fn columns_table(table: &TableSig) -> String {
     let mut text = format!(
         "Primary key: `{}`.\n\n| column | type |\n|---|---|\n",
         table.primary_key.join(", ")
     );
     for column in &table.columns {
         let _ = write!(text, "| `{}` | {}", column.name, column.sql_type);
-        if let Some(wider) = &column.widens_to {
+        if let Some(wider) = column.sql_type.widens_to() {
             let _ = write!(text, " -> {wider}");
         }
         text.push_str(" |\n");

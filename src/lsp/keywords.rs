@@ -1,7 +1,7 @@
 //! One line about each keyword of the grammar, for hovers and completions.
 
 /// What `keyword` (one of `lossproof_lang::parser::KEYWORDS`) is for.
-pub fn describe(keyword: &str) -> Option<&'static str> {
+pub(super) fn describe(keyword: &str) -> Option<&'static str> {
     Some(match keyword {
         "scenario" => "`scenario NAME`: the scenario's name (default: the file's name).",
         "workload" => {
@@ -47,7 +47,7 @@ pub fn describe(keyword: &str) -> Option<&'static str> {
 }
 
 /// What a word of a `table NAME < … >` line means.
-pub fn describe_table_word(word: &str) -> Option<&'static str> {
+pub(super) fn describe_table_word(word: &str) -> Option<&'static str> {
     Some(match word {
         "primary" | "key" => {
             "`primary key (A, …)` or a column's `primary key`: the key the reconciler compares rows by; every table needs one."
@@ -70,7 +70,7 @@ pub fn describe_table_word(word: &str) -> Option<&'static str> {
 }
 
 /// What a clause word of a `consumer NAME command …` declaration means.
-pub fn describe_clause(word: &str) -> Option<&'static str> {
+pub(super) fn describe_clause(word: &str) -> Option<&'static str> {
     Some(match word {
         "command" => {
             "`command \"PROGRAM ARGS\"`: what lossproof starts, in the scenario's folder, split like a shell would; `{run}`, `{consumer}`, `{namespace}`, `{group}` are filled per seed."

@@ -24,7 +24,7 @@ mod position;
 use tower_lsp_server::{LspService, Server};
 
 /// Serve one client on stdin/stdout until it sends `exit` or closes stdin.
-pub fn run() -> Result<bool, String> {
+pub(crate) fn run() -> Result<bool, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| format!("cannot start the language server: {e}"))?;

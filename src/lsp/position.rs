@@ -5,14 +5,14 @@ use tower_lsp_server::ls_types::{Position, Range};
 
 /// Where each line of one text starts, for converting offsets both ways. Lines end at `\n`,
 /// `\r\n` or a lone `\r`, as the LSP specification says.
-pub struct LineIndex<'a> {
+pub(super) struct LineIndex<'a> {
     text: &'a str,
     /// Byte offset of the first character of each line; `starts[0] == 0`.
     starts: Vec<usize>,
 }
 
 impl<'a> LineIndex<'a> {
-    pub fn new(text: &'a str) -> Self {
+    pub(super) fn new(text: &'a str) -> Self {
         let bytes = text.as_bytes();
         let mut starts = vec![0];
         for (i, byte) in bytes.iter().enumerate() {
@@ -27,7 +27,7 @@ impl<'a> LineIndex<'a> {
 
     /// The position of byte `offset`. An offset inside a character counts as that character's
     /// start; an offset past the end, as the end of the text.
-    pub fn position(&self, offset: usize) -> Position {
+    pub(super) fn position(&self, offset: usize) -> Position {
         let mut offset = offset.min(self.text.len());
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
@@ -38,14 +38,14 @@ impl<'a> LineIndex<'a> {
         Position::new(to_u32(line), to_u32(character))
     }
 
-    pub fn range(&self, start: usize, end: usize) -> Range {
+    pub(super) fn range(&self, start: usize, end: usize) -> Range {
         Range::new(self.position(start), self.position(end))
     }
 
     /// The byte offset of `position`. A column past the end of its line means the end of the
     /// line (before its line break); a line past the last, the end of the text; a column in the
     /// middle of a surrogate pair, the start of that character.
-    pub fn offset(&self, position: Position) -> usize {
+    pub(super) fn offset(&self, position: Position) -> usize {
         let Some(&start) = self.starts.get(position.line as usize) else {
             return self.text.len();
         };
@@ -63,7 +63,7 @@ impl<'a> LineIndex<'a> {
     }
 
     /// The range covering the whole text.
-    pub fn whole(&self) -> Range {
+    pub(super) fn whole(&self) -> Range {
         self.range(0, self.text.len())
     }
 }

@@ -34,7 +34,7 @@ pub(crate) struct Delay {
 }
 
 impl Delay {
-    pub fn new(ms: u64, jitter_ms: u64, seed: u64, stream: u64) -> Self {
+    pub(crate) fn new(ms: u64, jitter_ms: u64, seed: u64, stream: u64) -> Self {
         let generator = |direction: u64| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(stream.wrapping_mul(2).wrapping_add(direction));
@@ -48,7 +48,7 @@ impl Delay {
     }
 
     /// The next chunk's delay in `direction`: `ms` ± `jitter_ms`, uniform.
-    pub fn draw(&self, direction: Direction) -> Duration {
+    pub(crate) fn draw(&self, direction: Direction) -> Duration {
         if self.jitter_ms == 0 {
             return Duration::from_millis(self.ms);
         }
@@ -76,7 +76,7 @@ pub(crate) struct Effective {
 }
 
 impl Effective {
-    pub fn of(active: &[Active]) -> Self {
+    pub(crate) fn of(active: &[Active]) -> Self {
         let mut effective = Self::default();
         for fault in active {
             match fault.fault {

@@ -22,7 +22,7 @@ pub(crate) struct Proxy {
 }
 
 impl Proxy {
-    pub fn new(links: BTreeMap<String, Arc<Link>>) -> Self {
+    pub(crate) fn new(links: BTreeMap<String, Arc<Link>>) -> Self {
         Self {
             links,
             next_id: AtomicU64::new(1),

@@ -52,7 +52,7 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    pub fn new(name: String, listen: SocketAddr, upstream: SocketAddr) -> Self {
+    pub(crate) fn new(name: String, listen: SocketAddr, upstream: SocketAddr) -> Self {
         Self {
             name,
             listen,
@@ -78,7 +78,7 @@ impl Link {
     }
 
     /// Set a fault; it removes itself after `for_ms` (a `Reset` acts at once).
-    pub fn add(self: &Arc<Self>, id: u64, request: FaultRequest) -> FaultAck {
+    pub(crate) fn add(self: &Arc<Self>, id: u64, request: FaultRequest) -> FaultAck {
         let open_connections = self.open.load(Ordering::SeqCst);
         if request.fault == FaultKind::Reset {
             self.resets.send_modify(|n| *n += 1);
@@ -120,7 +120,7 @@ impl Link {
     }
 
     /// Remove the faults `which` selects; how many there were.
-    pub fn remove(&self, which: impl Fn(&Active) -> bool) -> usize {
+    pub(crate) fn remove(&self, which: impl Fn(&Active) -> bool) -> usize {
         let mut faults = self.faults();
         let before = faults.len();
         faults.retain(|f| !which(f));
@@ -131,7 +131,7 @@ impl Link {
         removed
     }
 
-    pub fn status(&self) -> LinkStatus {
+    pub(crate) fn status(&self) -> LinkStatus {
         let now = Instant::now();
         LinkStatus {
             name: self.name.clone(),
@@ -162,7 +162,7 @@ impl Link {
     /// listener is closed, so new connections are refused by the kernel;
     /// afterwards it is bound again. If that fails (another process took the
     /// port) the link is broken for good and `GET /health` says so.
-    pub async fn serve(self: Arc<Self>, first: TcpListener) {
+    pub(crate) async fn serve(self: Arc<Self>, first: TcpListener) {
         if let Err(e) = Arc::clone(&self).accept_loop(first).await {
             let why = format!(
                 "link {} cannot listen on {} again after a cut: {e}",
@@ -174,7 +174,7 @@ impl Link {
     }
 
     /// Why the link no longer accepts connections, if it does not.
-    pub fn broken(&self) -> Option<String> {
+    pub(crate) fn broken(&self) -> Option<String> {
         self.broken.lock().expect("never poisoned").clone()
     }
 

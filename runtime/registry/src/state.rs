@@ -58,17 +58,17 @@ pub(crate) struct VersionEntry {
 
 impl SubjectState {
     /// Versions not soft-deleted, oldest first.
-    pub fn live(&self) -> impl DoubleEndedIterator<Item = &VersionEntry> {
+    pub(crate) fn live(&self) -> impl DoubleEndedIterator<Item = &VersionEntry> {
         self.versions.iter().filter(|v| !v.deleted)
     }
 
     /// Whether the subject has any version a client can see.
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.live().next().is_some()
     }
 
     /// The number the next registered version gets.
-    pub fn next_version(&self) -> u32 {
+    pub(crate) fn next_version(&self) -> u32 {
         self.versions.iter().map(|v| v.version).max().unwrap_or(0) + 1
     }
 }

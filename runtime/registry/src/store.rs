@@ -24,7 +24,7 @@ pub(crate) struct Store {
 impl Store {
     /// Create the directory if needed, take its lock and read the state in it
     /// (an empty state if there is none yet).
-    pub fn open(dir: &Path) -> Result<(Self, State), RegistryError> {
+    pub(crate) fn open(dir: &Path) -> Result<(Self, State), RegistryError> {
         fs::create_dir_all(dir)
             .map_err(|e| RegistryError::storage(format!("create {}", dir.display()), e))?;
         let lock_path = dir.join(LOCK_FILE);
@@ -85,7 +85,7 @@ impl Store {
 
     /// Replace the state on disk with `state`. When this returns `Ok`, the new
     /// state survives the process being killed.
-    pub fn save(&self, state: &State) -> Result<(), RegistryError> {
+    pub(crate) fn save(&self, state: &State) -> Result<(), RegistryError> {
         let temp = self.dir.join(TEMP_FILE);
         let target = self.dir.join(STATE_FILE);
         let bytes = serde_json::to_vec_pretty(state).expect("the state always serialises");

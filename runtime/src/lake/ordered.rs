@@ -360,7 +360,7 @@ fn datum(ty: &PrimitiveType, value: &ScalarValue) -> Option<Datum> {
 /// another, or (`in_key_order`) in the order of the table's key; the
 /// filter applied, files outside its key range skipped.
 #[derive(Debug)]
-pub struct LakeScanExec {
+pub(super) struct LakeScanExec {
     scan: Arc<Scan>,
     /// Which of the table's columns the scan returns, in order.
     columns: Vec<usize>,

@@ -41,6 +41,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, TimeUnit};
+use lossproof_lang::ColumnType;
 
 /// The NULL marker.
 pub const NULL: &str = "∅";
@@ -85,30 +86,28 @@ pub enum Kind {
 impl Kind {
     /// The kind of a `PostgreSQL` type as `format_type` prints it.
     pub fn of_sql(sql_type: &str) -> Result<Self, CanonicalError> {
-        let t = sql_type.to_ascii_lowercase();
-        if let Some(element) = t.strip_suffix("[]") {
-            return Self::of_sql(element)
-                .and_then(Self::array)
-                .map_err(|_| CanonicalError::Unsupported(sql_type.to_owned()));
-        }
-        Ok(match t.as_str() {
-            "smallint" | "integer" | "bigint" => Self::Int,
-            "text" | "character varying" | "uuid" => Self::Text,
-            "json" | "jsonb" => Self::Json,
-            "boolean" => Self::Bool,
-            "real" | "double precision" => Self::Float,
-            "date" => Self::Date,
-            "bytea" => Self::Bytea,
-            _ if t.starts_with("interval") => Self::Interval,
-            "timestamptz" | "timestamp" => Self::Timestamptz,
-            _ if t.starts_with("timestamp") => Self::Timestamptz,
-            _ if t.starts_with("time") && !t.ends_with("with time zone") => Self::Time,
-            _ if t.starts_with("numeric") => Self::Decimal,
-            _ if t.starts_with("character varying") => Self::Text,
-            _ if t.starts_with("character") => Self::Char,
-            _ => {
-                return Err(CanonicalError::Unsupported(sql_type.to_owned()));
-            }
+        let unsupported = || CanonicalError::Unsupported(sql_type.to_owned());
+        let column_type = ColumnType::parse(sql_type).map_err(|_| unsupported())?;
+        Self::of(&column_type).map_err(|_| unsupported())
+    }
+
+    /// How values of `column_type` are compared.
+    pub fn of(column_type: &ColumnType) -> Result<Self, CanonicalError> {
+        Ok(match column_type {
+            ColumnType::SmallInt | ColumnType::Integer | ColumnType::BigInt => Self::Int,
+            ColumnType::Text | ColumnType::Varchar(_) | ColumnType::Uuid => Self::Text,
+            ColumnType::Json | ColumnType::Jsonb => Self::Json,
+            ColumnType::Boolean => Self::Bool,
+            ColumnType::Real | ColumnType::DoublePrecision => Self::Float,
+            ColumnType::Date => Self::Date,
+            ColumnType::Bytea => Self::Bytea,
+            ColumnType::Interval => Self::Interval,
+            // A timestamp's wall clock is read as UTC.
+            ColumnType::Timestamptz | ColumnType::Timestamp => Self::Timestamptz,
+            ColumnType::Time => Self::Time,
+            ColumnType::Numeric(_) => Self::Decimal,
+            ColumnType::Char(_) => Self::Char,
+            ColumnType::Array(element) => Self::of(element)?.array()?,
         })
     }
 

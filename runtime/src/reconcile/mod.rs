@@ -2,12 +2,8 @@
 //! canonical string ([`canonical`]), compared by primary key ([`diff`]), into
 //! the tables assertions query with DataFusion SQL:
 //!
-//! | table | columns |
-//! |---|---|
-//! | `diff` | `table`, `key`, `consumer`, `kind`, `source`, `lake` |
-//! | `summary` | `consumer`, `table`, `rows_compared`, `source_rows`, `lake_rows`, `wrong_rows`, one count per kind |
-//! | `source_rows` | `table`, `key`, `row` |
-//! | `lake_rows` | `consumer`, `table`, `key`, `row` |
+//! `diff`, `summary`, `source_rows` and `lake_rows` (every table assertions
+//! see, with its columns, is in [`tables`]).
 //!
 //! Each table is compared by a streaming merge ([`merge`]): the source read
 //! in primary-key order by the server, the lake in key order by DataFusion
@@ -33,19 +29,20 @@ pub mod gate;
 pub mod live;
 pub mod merge;
 pub mod source;
+pub mod tables;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, Schema};
-use datafusion::datasource::MemTable;
+use arrow_schema::DataType;
 use datafusion::prelude::SessionContext;
 
 use crate::Lake;
 pub use diff::{Counts, DiffKind, DiffRow};
 pub use error::Error;
 pub use source::SourceTable;
+pub use tables::Table;
 
 /// One consumer's lake: its namespace, and optional per-table views.
 #[derive(Debug, Clone)]
@@ -545,119 +542,106 @@ impl Reconciliation {
     #[must_use]
     pub fn diff_batch(&self) -> RecordBatch {
         let d = &self.diff;
-        strings_batch(&[
-            ("table", d.iter().map(|r| Some(r.table.as_str())).collect()),
-            ("key", d.iter().map(|r| Some(r.key.as_str())).collect()),
-            (
-                "consumer",
-                d.iter().map(|r| Some(r.consumer.as_str())).collect(),
-            ),
-            ("kind", d.iter().map(|r| Some(r.kind.as_str())).collect()),
-            ("source", d.iter().map(|r| r.source.as_deref()).collect()),
-            ("lake", d.iter().map(|r| r.lake.as_deref()).collect()),
-        ])
+        Table::Diff.batch(strings(&[
+            d.iter().map(|r| Some(r.table.as_str())).collect(),
+            d.iter().map(|r| Some(r.key.as_str())).collect(),
+            d.iter().map(|r| Some(r.consumer.as_str())).collect(),
+            d.iter().map(|r| Some(r.kind.as_str())).collect(),
+            d.iter().map(|r| r.source.as_deref()).collect(),
+            d.iter().map(|r| r.lake.as_deref()).collect(),
+        ]))
     }
 
     /// The `summary` table.
-    ///
-    /// # Panics
-    /// Never: every column has one value per summary row.
     #[must_use]
     pub fn summary_batch(&self) -> RecordBatch {
         let s = &self.summary;
-        let names = strings_batch(&[
-            (
-                "consumer",
-                s.iter().map(|r| Some(r.consumer.as_str())).collect(),
-            ),
-            ("table", s.iter().map(|r| Some(r.table.as_str())).collect()),
+        let mut columns = strings(&[
+            s.iter().map(|r| Some(r.consumer.as_str())).collect(),
+            s.iter().map(|r| Some(r.table.as_str())).collect(),
         ]);
-        let mut fields: Vec<Field> = names
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        let mut columns: Vec<ArrayRef> = names.columns().to_vec();
-        let mut count = |name: &str, f: &dyn Fn(&Counts) -> u64| {
-            fields.push(Field::new(name, DataType::UInt64, false));
+        let mut count = |f: &dyn Fn(&Counts) -> u64| {
             columns.push(Arc::new(
                 s.iter().map(|r| f(&r.counts)).collect::<UInt64Array>(),
             ));
         };
-        count("rows_compared", &|c| c.compared);
-        count("source_rows", &|c| c.source_rows);
-        count("lake_rows", &|c| c.lake_rows);
-        count("wrong_rows", &|c| c.wrong);
+        count(&|c| c.compared);
+        count(&|c| c.source_rows);
+        count(&|c| c.lake_rows);
+        count(&|c| c.wrong);
         for kind in DiffKind::ALL {
-            count(kind.column(), &|c| {
-                c.by_kind.get(&kind).copied().unwrap_or(0)
-            });
+            count(&|c| c.by_kind.get(&kind).copied().unwrap_or(0));
         }
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("summary columns agree")
+        Table::Summary.batch(columns)
     }
 
     /// The `source_rows` table.
     #[must_use]
     pub fn source_rows_batch(&self) -> RecordBatch {
         let s = &self.source_rows;
-        strings_batch(&[
-            ("table", s.iter().map(|r| Some(r.0.as_str())).collect()),
-            ("key", s.iter().map(|r| Some(r.1.as_str())).collect()),
-            ("row", s.iter().map(|r| Some(r.2.as_str())).collect()),
-        ])
+        Table::SourceRows.batch(strings(&[
+            s.iter().map(|r| Some(r.0.as_str())).collect(),
+            s.iter().map(|r| Some(r.1.as_str())).collect(),
+            s.iter().map(|r| Some(r.2.as_str())).collect(),
+        ]))
     }
 
     /// The `lake_rows` table.
     #[must_use]
     pub fn lake_rows_batch(&self) -> RecordBatch {
         let l = &self.lake_rows;
-        strings_batch(&[
-            ("consumer", l.iter().map(|r| Some(r.0.as_str())).collect()),
-            ("table", l.iter().map(|r| Some(r.1.as_str())).collect()),
-            ("key", l.iter().map(|r| Some(r.2.as_str())).collect()),
-            ("row", l.iter().map(|r| Some(r.3.as_str())).collect()),
-        ])
+        Table::LakeRows.batch(strings(&[
+            l.iter().map(|r| Some(r.0.as_str())).collect(),
+            l.iter().map(|r| Some(r.1.as_str())).collect(),
+            l.iter().map(|r| Some(r.2.as_str())).collect(),
+            l.iter().map(|r| Some(r.3.as_str())).collect(),
+        ]))
     }
 
-    /// A DataFusion context with `diff`, `summary`, `source_rows`,
-    /// `lake_rows` and the `extra` tables (e.g. `faults`).
-    pub fn session(&self, extra: &[(&str, RecordBatch)]) -> Result<SessionContext, Error> {
-        let ctx = SessionContext::new();
-        let tables = [
-            ("diff", self.diff_batch()),
-            ("summary", self.summary_batch()),
-            ("source_rows", self.source_rows_batch()),
-            ("lake_rows", self.lake_rows_batch()),
+    /// A DataFusion session over every table assertions see: the
+    /// reconciler's four, `others` as given (`faults`, `races`,
+    /// `dead_letters`), the rest empty ([`tables::session`]).
+    pub fn session(&self, others: Vec<(Table, RecordBatch)>) -> Result<SessionContext, Error> {
+        let mut filled = vec![
+            (Table::Diff, self.diff_batch()),
+            (Table::Summary, self.summary_batch()),
+            (Table::SourceRows, self.source_rows_batch()),
+            (Table::LakeRows, self.lake_rows_batch()),
         ];
-        for (name, batch) in tables
-            .iter()
-            .map(|(n, b)| (*n, b))
-            .chain(extra.iter().map(|(n, b)| (*n, b)))
-        {
-            let table = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
-            ctx.register_table(name, Arc::new(table))?;
-        }
-        Ok(ctx)
+        filled.extend(others);
+        tables::session(filled)
     }
 }
 
-/// A batch of nullable string columns.
-fn strings_batch(columns: &[(&str, Vec<Option<&str>>)]) -> RecordBatch {
-    let fields: Vec<Field> = columns
+/// Nullable string columns.
+fn strings(columns: &[Vec<Option<&str>>]) -> Vec<ArrayRef> {
+    columns
         .iter()
-        .map(|(n, _)| Field::new(*n, DataType::Utf8, true))
-        .collect();
-    let arrays: Vec<ArrayRef> = columns
-        .iter()
-        .map(|(_, v)| canonical::strings(v.iter().copied()))
-        .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("string columns agree")
+        .map(|v| canonical::strings(v.iter().copied()))
+        .collect()
 }
 
-/// What an assertion concluded.
+/// Plan `sql` over `ctx` as an assertion, without running it (`check`):
+/// DataFusion's error when a name does not resolve or the query writes.
+pub async fn plan_sql(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(), datafusion::error::DataFusionError> {
+    ctx.sql_with_options(sql, read_only()).await.map(|_| ())
+}
+
+/// What an assertion may do: read. No DDL, no DML, no statements.
+fn read_only() -> datafusion::execution::context::SQLOptions {
+    datafusion::execution::context::SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// An assertion's outcome (a seed's is its verdict,
+/// `lossproof_executor::run::Verdict`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Verdict {
+pub struct Outcome {
     pub passed: bool,
     /// What the query returned, in words (`true`, `3 rows`, `12.5`).
     pub got: String,
@@ -670,13 +654,13 @@ pub async fn assert_sql(
     ctx: &SessionContext,
     sql: &str,
     expect: &lossproof_lang::ast::Expectation,
-) -> Result<Verdict, Error> {
+) -> Result<Outcome, Error> {
     use lossproof_lang::ast::{CompareOp, Expectation};
-    let options = datafusion::execution::context::SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false);
-    let batches = ctx.sql_with_options(sql, options).await?.collect().await?;
+    let batches = ctx
+        .sql_with_options(sql, read_only())
+        .await?
+        .collect()
+        .await?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let single = || -> Result<ArrayRef, Error> {
         let batch = batches.iter().find(|b| b.num_rows() > 0);
@@ -688,7 +672,7 @@ pub async fn assert_sql(
         }
     };
     Ok(match expect {
-        Expectation::Empty => Verdict {
+        Expectation::Empty => Outcome {
             passed: rows == 0,
             got: format!("{rows} rows"),
         },
@@ -697,7 +681,7 @@ pub async fn assert_sql(
             let value = arrow_array::cast::AsArray::as_boolean_opt(value.as_ref())
                 .ok_or_else(|| Error::Judge("expected a boolean column".into()))?
                 .value(0);
-            Verdict {
+            Outcome {
                 passed: value,
                 got: value.to_string(),
             }
@@ -713,7 +697,7 @@ pub async fn assert_sql(
                 CompareOp::Gt => got > *value,
                 CompareOp::Ge => got >= *value,
             };
-            Verdict {
+            Outcome {
                 passed,
                 got: canonical::float(got),
             }

@@ -1,0 +1,107 @@
+//! Step 3 of a seed: the drain gate (between phases and at the end),
+//! stopping the consumers once it is over, and what they said meanwhile
+//! (their messages, the compactor's record).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lossproof_consumers::{Message, Messages};
+use lossproof_runtime::debezium;
+use lossproof_runtime::reconcile::gate;
+
+use crate::error::{Error, Result};
+use crate::fault::maintenance::Races;
+use crate::seed::Seed;
+
+/// Bring the pipeline to the source's current end, bounded by `limit`:
+/// stopped or paused consumers run again (faults measure damage, not
+/// liveness), then the gate must hold — connector RUNNING, slot at the
+/// source's LSN as of now, every consumer at the end of every topic.
+pub(super) async fn drain(
+    seed: &Seed<'_>,
+    positions: &[gate::ConsumerPosition],
+    limit: Duration,
+) -> Result<()> {
+    for consumer in seed.consumers.lock().await.values_mut() {
+        consumer.resume();
+        consumer
+            .start()
+            .map_err(Error::io(format!("restart consumer {}", consumer.name)))?;
+    }
+    // A consumer reading the source itself confirms only what it captures:
+    // its target is the drain marker's transaction (which every other slot
+    // passes too), not the WAL's end.
+    let final_lsn = if positions.iter().any(|p| p.slot.is_some()) {
+        crate::own::drain_marker(&seed.source).await?
+    } else {
+        debezium::current_lsn(&seed.source).await?
+    };
+    gate::wait_scoreable(
+        &seed.connect,
+        &seed.names,
+        &seed.source,
+        final_lsn,
+        &seed.endpoints.kafka,
+        positions,
+        Some(&seed.lake),
+        limit,
+    )
+    .await?;
+    Ok(())
+}
+
+/// How long a consumer may take to finish the batch in hand once asked to
+/// stop.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// Stop every consumer gracefully, all at once (each finishes the batch in
+/// hand); the reasons of those that had stopped on purpose (a
+/// [`Message::Fatal`]).
+pub(super) async fn stop_consumers(seed: &Seed<'_>) -> Vec<String> {
+    let mut consumers = seed.consumers.lock().await;
+    futures_util::future::join_all(
+        consumers
+            .values_mut()
+            .map(|consumer| consumer.terminate(STOP_GRACE)),
+    )
+    .await;
+    let mut stopped = Vec::new();
+    for name in consumers.keys() {
+        for message in Messages::read(&seed.messages_of(name)) {
+            if let Message::Fatal { reason } = message {
+                stopped.push(format!("consumer {name} stopped: {reason}"));
+            }
+        }
+    }
+    stopped
+}
+
+/// The seed's races, per consumer lake: the maintenance faults' commits
+/// (`compact table`, `expire snapshots`), the compactor's rounds, and the
+/// consumers' own commits the lake's base check refused (their
+/// [`Message::Conflict`]s).
+pub(super) fn races(seed: &Seed<'_>) -> BTreeMap<String, Races> {
+    let mut races = seed
+        .races
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if let Ok(text) = std::fs::read_to_string(seed.logs.join(super::setup::COMPACTOR_RECORD)) {
+        for (consumer, compactor) in crate::fault::maintenance::tally_record(&text) {
+            *races.entry(consumer).or_default() += &compactor;
+        }
+    }
+    for consumer in &seed.options.consumers {
+        let conflicts = Messages::read(&seed.messages_of(consumer))
+            .iter()
+            .filter(|m| matches!(m, Message::Conflict { .. }))
+            .count() as u64;
+        if conflicts > 0 || races.contains_key(consumer) {
+            races
+                .entry(consumer.clone())
+                .or_default()
+                .consumer_conflicts = conflicts;
+        }
+    }
+    races
+}

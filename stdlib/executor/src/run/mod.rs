@@ -1,0 +1,278 @@
+//! The executor of one seed: the plan's timeline against the real stack.
+//! One seed is these steps, each in a module of its own, called in order by
+//! [`run_seed`] (read `body` top to bottom):
+//!
+//! 0. [`Seed::open`]: the seed's identity, endpoints, workload, lake and
+//!    connections, built once, and its own source database;
+//! 1. [`setup`]: the source tables re-created, the change topics created,
+//!    the connector, slot, publication, topics, groups and Iceberg
+//!    namespaces all named for the seed's run id; the consumers started as
+//!    supervised child processes;
+//! 2. [`phases`]: the workload runs, every fault fires at its planned
+//!    offset WHILE it runs (`Plan::timeline`, `with chance` drawn once),
+//!    and what really happened is recorded (`faults`); a drain between
+//!    phases gates;
+//! 3. [`drain`]: connector RUNNING, slot at the source's final LSN, every
+//!    consumer at the end of every partition of every topic — else
+//!    INVALID; then the consumers stop, all at once, and what they said
+//!    ([`lossproof_consumers::Message`]) is read;
+//! 4. [`score`]: the reconciler scores each consumer's lake and the
+//!    assertions run over its tables;
+//! 5. the verdict, decided in one place ([`judge`]) from how the steps
+//!    ended;
+//! 6. [`cleanup`], on EVERY path out of 1-4 (a result, an error, INVALID, a
+//!    panic, SIGINT or SIGTERM via [`interrupt`]): consumers stopped,
+//!    connector, slot, publication, topics and groups removed, namespaces
+//!    dropped (kept with `--keep` when the seed did not pass);
+//! 7. the record ([`SeedRecord`], inside a [`RunRecord`]).
+
+use std::time::{Duration, Instant};
+
+use lossproof_lang::Plan;
+use lossproof_runtime::Stack;
+use lossproof_runtime::reconcile::DiffRow;
+
+use crate::error::{Error, Result};
+use crate::seed::Seed;
+
+mod cleanup;
+mod drain;
+mod interrupt;
+mod options;
+mod phases;
+mod record;
+mod score;
+mod setup;
+
+pub use cleanup::clean_run;
+pub use interrupt::{Interrupt, interrupt_on_signals, never_interrupted};
+pub use options::{Locations, Options};
+pub use record::{
+    AssertionRecord, FaultRecord, RunRecord, SeedRecord, StackRecord, Timings, Verdict,
+};
+pub use score::{assertion_tables, nothing_to_judge};
+
+/// Diff rows kept per consumer in a seed's record (`SeedRecord::samples`).
+pub const SAMPLES_PER_CONSUMER: usize = 8;
+
+/// `LOSSPROOF_RUN_FAILPOINT=panic-during-load` makes the executor panic
+/// one second into a load phase (tests check that clean-up still runs).
+pub const FAILPOINT: &str = "LOSSPROOF_RUN_FAILPOINT";
+
+/// The `k`-th of `n` shares of `seeds` (1-based, nextest's `count:K/N`):
+/// seed i (in the order given) goes to share `i % n + 1`, so the shares are
+/// disjoint, cover every seed, and differ in size by one at most.
+///
+/// # Errors
+/// When `k` is not in `1..=n`.
+pub fn partition(seeds: &[u64], k: usize, n: usize) -> Result<Vec<u64>> {
+    if n == 0 || k == 0 || k > n {
+        return Err(Error::Unsupported(format!(
+            "--partition {k}/{n}: K must be 1 to N (the K-th of N shares)"
+        )));
+    }
+    Ok(seeds
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % n == k - 1)
+        .map(|(_, s)| *s)
+        .collect())
+}
+
+/// Run one seed. Never panics on a stack problem: that is an INVALID seed
+/// with the reason.
+pub async fn run_seed(
+    stack: &Stack,
+    plan: &Plan,
+    seed: u64,
+    options: &Options,
+    progress: &(dyn Fn(&str) + Sync),
+) -> SeedRecord {
+    let started = Instant::now();
+    let timeline = plan.timeline(seed);
+    let mut record = SeedRecord::new(seed, format!("{}s{seed}", options.run_id));
+    record.faults = timeline
+        .occurrences
+        .iter()
+        .map(|o| FaultRecord::planned(o, options.locations.action(o.action)))
+        .collect();
+    record.planned = timeline.occurrences;
+    let (verdict, reason) = match Seed::open(stack, plan, options, seed).await {
+        Ok(opened) => execute(&opened, &mut record, progress).await,
+        Err(error) => (Verdict::Invalid, Some(error.to_string())),
+    };
+    record.verdict = verdict;
+    record.reason = reason;
+    record.timings.total_ms = millis(started.elapsed());
+    record
+}
+
+/// How the steps of a seed ended, short of an error.
+enum Ended {
+    /// Consumers that stopped on purpose (exit 3), with their reasons.
+    ConsumersStopped(Vec<String>),
+    /// Scored: the assertions are in the record; the diff (for `--keep`).
+    Scored(Vec<DiffRow>),
+}
+
+/// One seed on the stack, then its verdict, then its clean-up, which runs
+/// whatever `body` returned (an error, a panic, SIGINT or SIGTERM).
+async fn execute(
+    seed: &Seed<'_>,
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> (Verdict, Option<String>) {
+    let body = std::panic::AssertUnwindSafe(body(seed, record, progress));
+    let ended = tokio::select! {
+        finished = futures_util::FutureExt::catch_unwind(body) => finished.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_owned());
+            Err(Error::Panicked(what))
+        }),
+        signal = interrupt::interrupted(seed.options.interrupt.clone()) => {
+            progress(&format!("{signal}: stopping the seed and cleaning up"));
+            Err(Error::Interrupted(signal))
+        }
+    };
+    let (verdict, reason) = judge(&ended, seed, record);
+    if let (Verdict::Fail, Ok(Ended::Scored(diff))) = (verdict, &ended)
+        && seed.options.keep
+    {
+        match keep_diff(seed, diff) {
+            Ok(path) => record.diff_file = Some(path),
+            Err(e) => progress(&format!("--keep: {e}")),
+        }
+    }
+    progress("cleaning up");
+    // Whatever happened, the seed's processes end before what they use is
+    // removed.
+    seed.end().await;
+    // A seed that did not pass keeps its data with `--keep`.
+    let drop_data = !(seed.options.keep && verdict != Verdict::Pass);
+    for error in cleanup::cleanup(&cleanup::Traces::of(seed), drop_data).await {
+        progress(&format!("clean-up: could not remove: {error}"));
+    }
+    (verdict, reason)
+}
+
+/// One seed's steps, in order; the verdict and the clean-up are the
+/// caller's.
+async fn body(
+    seed: &Seed<'_>,
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Ended> {
+    // 1. Set-up: source tables, topics, connector, consumers.
+    setup::setup(seed, progress).await?;
+    let positions = crate::under_test::positions(
+        &seed.options.consumers,
+        &seed.plan.declared,
+        &seed.names,
+        &seed.workload,
+    );
+
+    // 2. Phases: the workload runs, faults fire at their planned offsets.
+    let drain_limit = phases::phases(seed, &positions, record, progress).await?;
+    // The compactor works through the phases only: the drain and the score
+    // see the consumers alone.
+    if let Some(compactor) = seed.compactor.lock().await.as_mut() {
+        compactor.terminate(Duration::from_secs(10)).await;
+    }
+
+    // 3. The final drain, then the consumers stop.
+    progress("draining");
+    let drain_start = Instant::now();
+    let gated = drain::drain(seed, &positions, drain_limit).await;
+    record.timings.drain_ms = millis(drain_start.elapsed());
+    let stopped = drain::stop_consumers(seed).await;
+    record.races = drain::races(seed);
+    if !stopped.is_empty() {
+        return Ok(Ended::ConsumersStopped(stopped));
+    }
+    gated?;
+
+    // 4. Score: reconcile, evaluate the assertions.
+    progress("reconciling");
+    let reconcile_start = Instant::now();
+    let scored = score::score(seed, record).await;
+    record.timings.reconcile_ms = millis(reconcile_start.elapsed());
+    scored.map(Ended::Scored)
+}
+
+/// The seed's verdict and its reason, from how its steps ended: the one
+/// place a verdict is decided. An error is INVALID (the stack, not the
+/// consumers, is in question); a consumer that refused to guess is a FAIL
+/// with its reason, never a count (it stopped on purpose) nor an INVALID
+/// (nothing is wrong with the stack); a scored seed that evaluated no
+/// assertion is INVALID, never PASS.
+fn judge(ended: &Result<Ended>, seed: &Seed<'_>, record: &SeedRecord) -> (Verdict, Option<String>) {
+    match ended {
+        Err(error) => (Verdict::Invalid, Some(error.to_string())),
+        Ok(Ended::ConsumersStopped(reasons)) => (Verdict::Fail, Some(reasons.join("; "))),
+        Ok(Ended::Scored(_)) => {
+            if !record.assertions.iter().any(|a| a.passed.is_some()) {
+                return (
+                    Verdict::Invalid,
+                    Some(score::unjudged_reason(seed.plan, &seed.options.consumers)),
+                );
+            }
+            let failed: Vec<String> = record
+                .assertions
+                .iter()
+                .filter(|a| a.passed == Some(false))
+                .map(|a| format!("{} ({})", a.name, a.location))
+                .collect();
+            if failed.is_empty() {
+                (Verdict::Pass, None)
+            } else {
+                (
+                    Verdict::Fail,
+                    Some(format!("failed: {}", failed.join("; "))),
+                )
+            }
+        }
+    }
+}
+
+/// `--keep`: a failed seed's diff, as JSON, in its log folder.
+fn keep_diff(seed: &Seed<'_>, diff: &[DiffRow]) -> Result<std::path::PathBuf> {
+    let path = seed.logs.join("diff.json");
+    let text = serde_json::to_string_pretty(diff)
+        .map_err(|_| Error::Internal("the diff does not serialize"))?;
+    std::fs::write(&path, text).map_err(Error::io(path.display().to_string()))?;
+    Ok(path)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_disjoint_cover_every_seed_and_balance() {
+        let seeds: Vec<u64> = (1..=50).collect();
+        for n in 1..=7 {
+            let mut all = Vec::new();
+            for k in 1..=n {
+                let share = partition(&seeds, k, n).unwrap();
+                assert!(share.len().abs_diff(seeds.len() / n) <= 1, "{k}/{n}");
+                all.extend(share);
+            }
+            all.sort_unstable();
+            assert_eq!(all, seeds, "n = {n}");
+        }
+        assert_eq!(partition(&[1, 2, 3, 4, 5], 2, 2).unwrap(), [2, 4]);
+        for (k, n) in [(0, 2), (3, 2), (1, 0)] {
+            assert!(
+                matches!(partition(&seeds, k, n), Err(Error::Unsupported(_))),
+                "{k}/{n}"
+            );
+        }
+    }
+}

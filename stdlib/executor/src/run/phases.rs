@@ -1,0 +1,169 @@
+//! Step 2 of a seed: the phases. The workload runs for each load phase
+//! (later load phases continue its streams: no key is inserted twice),
+//! every fault fires at its planned offset while it runs and what became
+//! of it is recorded, and a drain between phases gates like the final one.
+
+use std::time::{Duration, Instant};
+
+use lossproof_lang::plan::Phase;
+use lossproof_runtime::reconcile::gate;
+
+use super::{FAILPOINT, SeedRecord, millis};
+use crate::error::{Error, Result};
+use crate::fault::{self, Strike};
+use crate::seed::Seed;
+use crate::workload;
+
+/// Run every phase of the seed's plan; returns the final drain's limit.
+#[allow(clippy::too_many_lines)] // the phase loop, read top to bottom
+pub(super) async fn phases(
+    seed: &Seed<'_>,
+    positions: &[gate::ConsumerPosition],
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Duration> {
+    let plan = seed.plan;
+    let source = seed.endpoints.source.clone();
+    let database = seed.names.database.clone();
+    // Phases: the workload runs, faults fire at their offsets meanwhile.
+    // Load phases continue the same streams (no key is inserted twice).
+    let mut streams = Some(workload::Streams::new(&plan.workload, seed.number));
+    let seed_start = Instant::now();
+    let mut drain_limit = Duration::from_mins(2);
+    for (index, phase) in plan.phases.iter().enumerate() {
+        let (duration_ms, load) = match phase {
+            Phase::Load { duration_ms, .. } => (*duration_ms, true),
+            Phase::Quiet { duration_ms, .. } => (*duration_ms, false),
+            Phase::Drain { timeout_ms, .. } => {
+                drain_limit = Duration::from_millis(*timeout_ms);
+                let later_load = plan.phases[index + 1..]
+                    .iter()
+                    .any(|p| !matches!(p, Phase::Drain { .. }));
+                if later_load {
+                    // A drain between phases gates like the final one: the
+                    // pipeline must catch up before the next phase, else the
+                    // seed is INVALID.
+                    progress(&format!(
+                        "phase {}: {} (between phases)",
+                        index + 1,
+                        phase.describe()
+                    ));
+                    let started = Instant::now();
+                    super::drain::drain(seed, positions, drain_limit)
+                        .await
+                        .map_err(|e| Error::BetweenPhases {
+                            phase: index + 1,
+                            source: Box::new(e),
+                        })?;
+                    progress(&format!(
+                        "drained in {:.1}s",
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+                continue;
+            }
+        };
+        progress(&format!("phase {}: {}", index + 1, phase.describe()));
+        let phase_start = Instant::now();
+        let duration = Duration::from_millis(duration_ms);
+        let phase_end = phase_start + duration;
+        let workload = match (load, streams.take()) {
+            (true, Some(mut streams)) => {
+                let plan = plan.workload.clone();
+                let database = database.clone();
+                let source = source.clone();
+                Some(lossproof_runtime::AbortOnDrop(tokio::spawn(async move {
+                    let report = streams.run(&plan, &source, &database, duration).await;
+                    (streams, report)
+                })))
+            }
+            (false, kept) => {
+                streams = kept;
+                None
+            }
+            (true, None) => return Err(Error::Internal("the workload's streams were lost")),
+        };
+        if load && std::env::var_os(FAILPOINT).is_some_and(|v| v == "panic-during-load") {
+            // The executor's own test hook: a bug in the middle of a load.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            panic!("failpoint {FAILPOINT}=panic-during-load");
+        }
+        for (i, occurrence) in record
+            .planned
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.phase == index)
+        {
+            tokio::time::sleep_until(
+                (phase_start + Duration::from_millis(occurrence.offset_ms)).into(),
+            )
+            .await;
+            // `with chance N%` was drawn when the timeline was planned: what
+            // is planned fires, so the record's planned and fired lists agree.
+            let action = &plan.actions[occurrence.action];
+            let entry = &mut record.faults[i];
+            entry.during_load = workload.as_ref().is_some_and(|w| !w.0.is_finished());
+            entry.fired_ms = Some(millis(seed_start.elapsed()));
+            let (Some(row), Some(fire)) = (
+                lossproof_vocabulary::fault(&action.fault),
+                fault::find(&action.fault),
+            ) else {
+                return Err(Error::Unsupported(format!(
+                    "fault {} has no implementation",
+                    action.fault
+                )));
+            };
+            let strike = Strike {
+                action,
+                occurrence: i,
+                phase_end,
+                acts_for: row.lasts.from_now(action, Instant::now(), phase_end),
+                limit: row.limit,
+            };
+            entry.ends_ms = strike
+                .acts_for
+                .zip(entry.fired_ms)
+                .map(|(acts, fired)| fired + millis(acts));
+            let outcome = tokio::time::timeout(row.limit, fire(seed, &strike))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        what: action.text.clone(),
+                        limit_s: row.limit.as_secs(),
+                    })
+                });
+            entry.fired = outcome.is_ok();
+            entry.outcome = outcome.unwrap_or_else(|why| format!("not fired: {why}"));
+            progress(&format!(
+                "+{:.1}s {} ({}): {}",
+                Duration::from_millis(entry.fired_ms.unwrap_or(0)).as_secs_f64(),
+                entry.text,
+                entry.location,
+                entry.outcome
+            ));
+        }
+        match workload {
+            Some(mut handle) => {
+                let (kept, report) = (&mut handle.0).await?;
+                streams = Some(kept);
+                let report = report.map_err(Error::pg("workload"))?;
+                record.workload_ops += report.ops;
+                record.workload_failed += report.failed;
+                // Place the phase's seconds on the seed's clock.
+                let offset =
+                    usize::try_from(phase_start.duration_since(seed_start).as_secs()).unwrap_or(0);
+                if record.ops_per_second.len() < offset + report.ops_per_second.len() {
+                    record
+                        .ops_per_second
+                        .resize(offset + report.ops_per_second.len(), 0);
+                }
+                for (i, n) in report.ops_per_second.iter().enumerate() {
+                    record.ops_per_second[offset + i] += n;
+                }
+            }
+            None => tokio::time::sleep_until((phase_start + duration).into()).await,
+        }
+    }
+    record.timings.load_ms = millis(seed_start.elapsed());
+    Ok(drain_limit)
+}

@@ -1,0 +1,16 @@
+//! The workloads' writers: the `orders` workload (customers -> orders ->
+//! order_items with ON DELETE CASCADE, its own generator) and any declared
+//! schema ([`tables`]), written by seeded generators from several connections.
+
+pub mod capture;
+pub mod generator;
+pub mod op;
+pub mod runner;
+pub mod schema;
+pub mod tables;
+
+pub use capture::capture;
+pub use generator::Generator;
+pub use op::Op;
+pub use runner::{Streams, WorkloadReport, run};
+pub use schema::ddl;
