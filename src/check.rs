@@ -1,14 +1,28 @@
-//! `lossproof check FILE… [--strict] [--profile PROFILE.toml]`
+//! `lossproof check FILE|DIR… [--strict] [--profile PROFILE.toml]`: a
+//! folder is every scenario file directly in it.
 
 use std::path::{Path, PathBuf};
 
 use crate::CliResult;
 use crate::scenario;
 
-pub(crate) fn run(files: &[PathBuf], strict: bool, profile: Option<&Path>) -> CliResult<bool> {
+pub(crate) fn run(paths: &[PathBuf], strict: bool, profile: Option<&Path>) -> CliResult<bool> {
     let profile = profile.map(lossproof_runtime::Profile::load).transpose()?;
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let found = lossproof_vocabulary::check::scenario_files(path)
+                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+            if found.is_empty() {
+                return Err(format!("`{}` has no scenario file (`*.lp`)", path.display()).into());
+            }
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
     let mut failed = 0;
-    for file in files {
+    for file in &files {
         let analysis = scenario::check(file, profile.as_ref().map(|p| p.name.as_str()))?;
         scenario::print_diagnostics(&analysis);
         let mut errors = analysis.diagnostics.len();

@@ -36,10 +36,12 @@ struct Cli {
 enum Command {
     /// Check scenario files; report every problem in each. Exit 1 if any has an error.
     Check {
+        /// Scenario files, or folders (every `*.lp` file directly in one).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Also report what `run` cannot execute yet (faults, targets,
-        /// settings in stdlib's NOT_YET list), with their places.
+        /// Also report what `run` cannot execute yet (a fault whose row says
+        /// so, a setting value beyond what the stack was tested with), with
+        /// their places.
         #[arg(long)]
         strict: bool,
         /// An external stack profile (TOML, docs/profiles.md): load it (its

@@ -48,17 +48,6 @@ pub(crate) fn plan(text: &str) -> lossproof_lang::Plan {
     })
 }
 
-/// Every `*.lp` file directly in `dir`, sorted.
-pub(crate) fn lp_files(dir: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
-        .unwrap_or_else(|e| panic!("read {dir}: {e}"))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "lp"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// Run the `lossproof` binary from the repository root, without colour.
 pub(crate) fn lossproof(args: &[&std::ffi::OsStr]) -> std::process::Output {
     lossproof_in_env(args, &[])

@@ -38,6 +38,33 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// An error with what was being done when it happened (`create the source
+/// tables: db error: …`): how the executor's and the consumers' errors
+/// carry a library's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct Context<E: std::error::Error + 'static> {
+    pub what: String,
+    #[source]
+    pub source: E,
+}
+
+/// Builders of context-carrying errors, for `map_err`, inside an error
+/// enum's `impl`: `kafka => Kafka(rdkafka::error::KafkaError)` makes
+/// `Error::kafka("what was being done")`, a function that turns a
+/// `KafkaError` into `Error::Kafka(Context { what, source })`.
+#[macro_export]
+macro_rules! context_builders {
+    ($($builder:ident => $variant:ident($source:ty)),* $(,)?) => {
+        $(
+            pub(crate) fn $builder(what: impl Into<String>) -> impl FnOnce($source) -> Self {
+                let what = what.into();
+                move |source| Self::$variant($crate::error::Context { what, source })
+            }
+        )*
+    };
+}
+
 /// Attach what was being done to an I/O error.
 pub trait IoContext<T> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T>;

@@ -3,6 +3,7 @@
 //! ([`crate::Message`]), never as this type: a consumer is a program of its
 //! own.
 
+use lossproof_runtime::error::Context;
 use lossproof_runtime::lake::{CommitError, ReadError, SchemaError};
 
 #[derive(Debug, thiserror::Error)]
@@ -10,18 +11,10 @@ pub enum Error {
     /// The stack: a component, the lake's catalog.
     #[error(transparent)]
     Stack(#[from] lossproof_runtime::Error),
-    #[error("{what}: {source}")]
-    Kafka {
-        what: String,
-        #[source]
-        source: rdkafka::error::KafkaError,
-    },
-    #[error("{what}: {source}")]
-    Iceberg {
-        what: String,
-        #[source]
-        source: iceberg::Error,
-    },
+    #[error(transparent)]
+    Kafka(Context<rdkafka::error::KafkaError>),
+    #[error(transparent)]
+    Iceberg(Context<iceberg::Error>),
     #[error(transparent)]
     Commit(#[from] CommitError),
     #[error(transparent)]
@@ -29,18 +22,10 @@ pub enum Error {
     /// A schema change the lake refused.
     #[error(transparent)]
     Schema(#[from] SchemaError),
-    #[error("{what}: {source}")]
-    Arrow {
-        what: String,
-        #[source]
-        source: arrow_schema::ArrowError,
-    },
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Arrow(Context<arrow_schema::ArrowError>),
+    #[error(transparent)]
+    Io(Context<std::io::Error>),
     /// The events' columns are not the lake table's (the careless
     /// consumer's fixed schema).
     #[error("schema changed: {0}")]
@@ -67,28 +52,12 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Builders of context-carrying errors, for `map_err`:
-/// `.map_err(Error::iceberg("load the table"))`.
+/// `.map_err(Error::iceberg("load the table"))` and the like.
 impl Error {
-    pub(crate) fn kafka(
-        what: impl Into<String>,
-    ) -> impl FnOnce(rdkafka::error::KafkaError) -> Self {
-        let what = what.into();
-        move |source| Self::Kafka { what, source }
-    }
-
-    pub(crate) fn iceberg(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> Self {
-        let what = what.into();
-        move |source| Self::Iceberg { what, source }
-    }
-
-    pub(crate) fn arrow(what: impl Into<String>) -> impl FnOnce(arrow_schema::ArrowError) -> Self {
-        let what = what.into();
-        move |source| Self::Arrow { what, source }
-    }
-
-    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
-        let what = what.into();
-        move |source| Self::Io { what, source }
+    lossproof_runtime::context_builders! {
+        kafka => Kafka(rdkafka::error::KafkaError),
+        iceberg => Iceberg(iceberg::Error),
+        arrow => Arrow(arrow_schema::ArrowError),
+        io => Io(std::io::Error),
     }
 }

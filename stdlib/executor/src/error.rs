@@ -4,6 +4,7 @@
 //! between, which decides on it (a drain gate's INVALID, a fault that did
 //! not fire, an interrupt) instead of on text.
 
+use lossproof_runtime::error::Context;
 use lossproof_runtime::lake::{CommitError, MaintenanceError, ReadError};
 use lossproof_runtime::reconcile;
 use lossproof_vocabulary::workloads::UnknownWorkload;
@@ -13,24 +14,12 @@ pub enum Error {
     /// The stack: a component, Kafka Connect, a supervised process.
     #[error(transparent)]
     Stack(#[from] lossproof_runtime::Error),
-    #[error("{what}: {source}")]
-    Postgres {
-        what: String,
-        #[source]
-        source: tokio_postgres::Error,
-    },
-    #[error("{what}: {source}")]
-    Kafka {
-        what: String,
-        #[source]
-        source: rdkafka::error::KafkaError,
-    },
-    #[error("{what}: {source}")]
-    Iceberg {
-        what: String,
-        #[source]
-        source: iceberg::Error,
-    },
+    #[error(transparent)]
+    Postgres(Context<tokio_postgres::Error>),
+    #[error(transparent)]
+    Kafka(Context<rdkafka::error::KafkaError>),
+    #[error(transparent)]
+    Iceberg(Context<iceberg::Error>),
     #[error(transparent)]
     Commit(#[from] CommitError),
     #[error(transparent)]
@@ -39,12 +28,8 @@ pub enum Error {
     Maintenance(#[from] MaintenanceError),
     #[error(transparent)]
     Reconcile(#[from] reconcile::Error),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(Context<std::io::Error>),
     /// The drain gate: the stream is not provably drained (INVALID).
     #[error(transparent)]
     NotDrained(#[from] reconcile::gate::Invalid),
@@ -101,28 +86,12 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Builders of context-carrying errors, for `map_err`:
-/// `.map_err(Error::pg("create the source tables"))`.
+/// `.map_err(Error::pg("create the source tables"))` and the like.
 impl Error {
-    pub(crate) fn pg(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Self {
-        let what = what.into();
-        move |source| Self::Postgres { what, source }
-    }
-
-    pub(crate) fn kafka(
-        what: impl Into<String>,
-    ) -> impl FnOnce(rdkafka::error::KafkaError) -> Self {
-        let what = what.into();
-        move |source| Self::Kafka { what, source }
-    }
-
-    pub(crate) fn iceberg(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> Self {
-        let what = what.into();
-        move |source| Self::Iceberg { what, source }
-    }
-
-    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
-        let what = what.into();
-        move |source| Self::Io { what, source }
+    lossproof_runtime::context_builders! {
+        pg => Postgres(tokio_postgres::Error),
+        kafka => Kafka(rdkafka::error::KafkaError),
+        iceberg => Iceberg(iceberg::Error),
+        io => Io(std::io::Error),
     }
 }

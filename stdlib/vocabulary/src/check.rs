@@ -43,6 +43,23 @@ pub fn check(name: &str, text: &str, loader: &dyn Loader, place: Place<'_>) -> A
     analysis
 }
 
+/// Every scenario file (`*.lp`) directly in `dir`, sorted: what `lossproof
+/// check DIR` checks.
+///
+/// # Errors
+/// When the folder cannot be read.
+pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "lp") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The folder a scenario file's own consumers run in: the file's.
 #[must_use]
 pub fn scenario_dir(file: &Path) -> PathBuf {

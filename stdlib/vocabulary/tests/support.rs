@@ -54,11 +54,6 @@ pub(crate) fn check_with(loader: &dyn Loader, name: &str, text: &str) -> Analysi
 
 /// Every `*.lp` file directly in `dir` (relative to the root), sorted.
 pub(crate) fn lp_files(dir: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+    lossproof_vocabulary::check::scenario_files(&root().join(dir))
         .unwrap_or_else(|e| panic!("read {dir}: {e}"))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "lp"))
-        .collect();
-    files.sort();
-    files
 }

@@ -34,10 +34,7 @@ pub(crate) async fn run(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
     }
     let run = run_id(&seed.names);
     let state = seed.stack.state().root();
-    let exe = std::env::current_exe().map_err(|source| Error::Io {
-        what: "find the lossproof binary".to_owned(),
-        source,
-    })?;
+    let exe = std::env::current_exe().map_err(Error::io("find the lossproof binary"))?;
     let mut command = tokio::process::Command::new(exe);
     command
         .args(["nightly", "--run", run, "--consumer", "correct", "--state"])
@@ -61,10 +58,7 @@ pub(crate) async fn run(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
                 process_limit.as_secs()
             ))
         })?
-        .map_err(|source| Error::Io {
-            what: "run `lossproof nightly`".to_owned(),
-            source,
-        })?;
+        .map_err(Error::io("run `lossproof nightly`"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let Some(written) = stdout.lines().find_map(|l| l.strip_prefix("report: ")) else {
         // Exit 2: it could not run (no moto, no dbt project, a stack error).

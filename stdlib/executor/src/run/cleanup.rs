@@ -128,12 +128,12 @@ pub(super) async fn cleanup(traces: &Traces<'_>, drop_data: bool) -> Vec<Error> 
     }
     let marts = crate::fault::nightly::marts_dir(stack.state().root(), names);
     if marts.exists()
-        && let Err(source) = std::fs::remove_dir_all(&marts)
+        && let Err(e) = std::fs::remove_dir_all(&marts)
     {
-        failed.push(Error::Io {
-            what: format!("remove the seed's marts {}", marts.display()),
-            source,
-        });
+        failed.push(Error::io(format!(
+            "remove the seed's marts {}",
+            marts.display()
+        ))(e));
     }
     failed
 }

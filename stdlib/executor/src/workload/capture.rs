@@ -64,10 +64,9 @@ async fn create_topics(kafka: &Kafka, topics: &[String], partitions: i32) -> Res
         .map_err(Error::kafka("create the change topics"))?;
     for result in results {
         if let Err((topic, code)) = result {
-            return Err(Error::Kafka {
-                what: format!("create topic {topic}"),
-                source: rdkafka::error::KafkaError::AdminOp(code),
-            });
+            return Err(Error::kafka(format!("create topic {topic}"))(
+                rdkafka::error::KafkaError::AdminOp(code),
+            ));
         }
     }
     Ok(())
