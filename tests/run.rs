@@ -928,8 +928,8 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
     );
 }
 
-/// Shipped scenarios `run` refuses up front (they use faults in
-/// `stdlib/src/not_yet.rs`). A scenario that leaves or joins this list
+/// Shipped scenarios `run` refuses up front (they use a fault whose
+/// vocabulary row says it cannot run yet: `stdlib/vocabulary/src/not_yet.rs`). A scenario that leaves or joins this list
 /// fails the smoke test until the list says so.
 const NOT_RUNNABLE_YET: &[&str] = &[];
 

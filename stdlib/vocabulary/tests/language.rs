@@ -1,7 +1,7 @@
 //! Snapshot tests over valid and invalid `.lp` inputs, and the scenario suite.
 
 use lossproof_lang::render::{Style, render};
-use lossproof_lang::{Parser, format};
+use lossproof_lang::{ColumnType, Parser, format};
 
 use crate::support::{analyze, lp_files};
 
@@ -277,4 +277,34 @@ fn chance_fires_about_as_often_as_asked() {
         .sum();
     // 20 seeds x 999 chances at 30%: 5994 expected; 5 sigma is about 300.
     assert!((5700..6300).contains(&fired), "fired {fired} of 19980");
+}
+
+/// The real pipeline's every-type scenario (tests/schema.rs) declares a
+/// column of every column type, and an array of each but the two Debezium
+/// does not deliver whole (their own scenario, `lossy-arrays.lp`): a new
+/// type cannot skip it.
+#[test]
+fn the_every_type_scenario_has_every_type() {
+    let tables = |file: &str| {
+        let analysis = analyze(&crate::support::root().join(file));
+        let plan = analysis.plan.expect("a scenario that checks");
+        plan.workload.tables
+    };
+    let declared: Vec<ColumnType> = tables("tests/inputs/schema/types.lp")
+        .into_iter()
+        .chain(tables("tests/inputs/schema/lossy-arrays.lp"))
+        .flat_map(|t| t.columns)
+        .map(|c| c.sql_type)
+        .collect();
+    for scalar in ColumnType::EXAMPLES {
+        let array = ColumnType::Array(Box::new(scalar.clone()));
+        for wanted in [scalar, array] {
+            assert!(
+                declared.iter().any(|d| d.word() == wanted.word()
+                    && d.element().is_some() == wanted.element().is_some()),
+                "tests/inputs/schema/types.lp has no `{}` column",
+                wanted.usage()
+            );
+        }
+    }
 }
