@@ -21,7 +21,7 @@
 //! | array of any type above | its elements' canonical forms in brackets, no spaces: `[1,∅,-3]`, `["a","b,c"]`, `[]` (empty, not NULL); a multidimensional array nests: `[[1,2],[3,4]]`; lower bounds are not part of the value (Debezium and Iceberg lists have none) |
 //!
 //! The source's values are read in PostgreSQL's binary format
-//! ([`Kind::write_binary`]); a change event's as text
+//! ([`Stored::write`]); a change event's as text
 //! ([`Kind::from_source_text`]); the lake's from Arrow, by the source
 //! column's kind ([`arrow_renderer_for`]; an array from an Arrow list of
 //! any layout). Any other type (ranges, geometric types, composite types,
@@ -349,25 +349,124 @@ fn cmp_quoted(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-impl Kind {
-    /// The canonical form of a value PostgreSQL sent in its binary format
-    /// (a column of type `ty`, read as it is stored: no cast, no text
-    /// rendering on the server), appended to `out`. A type this kind does
-    /// not read is [`CanonicalError::Unsupported`], never a guess.
-    pub fn write_binary(
-        self,
-        ty: &tokio_postgres::types::Type,
-        raw: Option<&[u8]>,
-        out: &mut String,
-    ) -> Result<(), CanonicalError> {
-        use tokio_postgres::types::Type;
+/// How a source column's values are stored in PostgreSQL's binary format:
+/// one variant per way of reading, chosen once per column from its type
+/// ([`Stored::of`], a match over every [`ColumnType`] with no catch-all, so
+/// a new column type must say how it is read), or from the type the server
+/// sends ([`Stored::of_wire`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// smallint, integer, bigint: big-endian, 2, 4 or 8 bytes.
+    Int,
+    Numeric,
+    /// timestamp and timestamptz: microseconds since 2000-01-01.
+    Micros,
+    /// text, varchar and enum labels: UTF-8.
+    Utf8,
+    /// character(n): UTF-8 padded with spaces.
+    Bpchar,
+    Json,
+    /// A version byte (1), then the JSON text.
+    Jsonb,
+    /// Days since 2000-01-01.
+    Date,
+    /// Microseconds since midnight.
+    Time,
+    Bytea,
+    /// Microseconds (i64), days (i32), months (i32).
+    Interval,
+    /// 16 bytes.
+    Uuid,
+    Bool,
+    Float4,
+    Float8,
+    /// Dimensions, then each element as its own type is stored.
+    Array(Box<Stored>),
+}
+
+impl Stored {
+    /// How values of `column_type` are stored.
+    #[must_use]
+    pub fn of(column_type: &ColumnType) -> Self {
+        match column_type {
+            ColumnType::SmallInt | ColumnType::Integer | ColumnType::BigInt => Self::Int,
+            ColumnType::Numeric(_) => Self::Numeric,
+            ColumnType::Timestamp | ColumnType::Timestamptz => Self::Micros,
+            ColumnType::Text | ColumnType::Varchar(_) => Self::Utf8,
+            ColumnType::Char(_) => Self::Bpchar,
+            ColumnType::Json => Self::Json,
+            ColumnType::Jsonb => Self::Jsonb,
+            ColumnType::Date => Self::Date,
+            ColumnType::Time => Self::Time,
+            ColumnType::Bytea => Self::Bytea,
+            ColumnType::Interval => Self::Interval,
+            ColumnType::Uuid => Self::Uuid,
+            ColumnType::Boolean => Self::Bool,
+            ColumnType::Real => Self::Float4,
+            ColumnType::DoublePrecision => Self::Float8,
+            ColumnType::Array(element) => Self::Array(Box::new(Self::of(element))),
+        }
+    }
+
+    /// How a column the server sends as `ty` is stored: an enum by its
+    /// labels, an array by its element, any other type as
+    /// [`ColumnType::parse`] reads its name.
+    pub fn of_wire(ty: &tokio_postgres::types::Type) -> Result<Self, CanonicalError> {
+        use tokio_postgres::types::Kind as Wire;
+        match ty.kind() {
+            Wire::Enum(_) => Ok(Self::Utf8),
+            Wire::Array(member) => Ok(Self::Array(Box::new(Self::of_wire(member)?))),
+            _ => ColumnType::parse(ty.name())
+                .map(|t| Self::of(&t))
+                .map_err(|_| CanonicalError::Unsupported(ty.name().to_owned())),
+        }
+    }
+
+    /// How a column the reconciler reads as `kind` (from its declared type,
+    /// [`Kind::of_sql`]) is stored, as the server sends it (`ty`); a type
+    /// that does not hold what `kind` reads is [`CanonicalError::Unsupported`],
+    /// never a guess.
+    pub fn of_column(ty: &tokio_postgres::types::Type, kind: Kind) -> Result<Self, CanonicalError> {
+        let stored = Self::of_wire(ty)?;
+        if stored.kind() == kind {
+            Ok(stored)
+        } else {
+            Err(CanonicalError::Unsupported(format!(
+                "{ty} read as {kind:?}"
+            )))
+        }
+    }
+
+    /// The kind of value it holds.
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Int => Kind::Int,
+            Self::Numeric => Kind::Decimal,
+            Self::Micros => Kind::Timestamptz,
+            Self::Utf8 | Self::Uuid => Kind::Text,
+            Self::Bpchar => Kind::Char,
+            Self::Json | Self::Jsonb => Kind::Json,
+            Self::Date => Kind::Date,
+            Self::Time => Kind::Time,
+            Self::Bytea => Kind::Bytea,
+            Self::Interval => Kind::Interval,
+            Self::Bool => Kind::Bool,
+            Self::Float4 | Self::Float8 => Kind::Float,
+            Self::Array(element) => element.kind().array().unwrap_or(Kind::Text),
+        }
+    }
+
+    /// The canonical form of `raw` (a value stored so; `None`: NULL),
+    /// appended to `out`: read as it is stored, no cast, no text rendering
+    /// on the server.
+    pub fn write(&self, raw: Option<&[u8]>, out: &mut String) -> Result<(), CanonicalError> {
         let Some(b) = raw else {
             out.push_str(NULL);
             return Ok(());
         };
         let bad = || CanonicalError::BadValue {
-            kind: self,
-            value: format!("{ty} value {b:02x?}"),
+            kind: self.kind(),
+            value: format!("{self:?} value {b:02x?}"),
         };
         let int = |b: &[u8]| -> Option<i64> {
             Some(match b.len() {
@@ -377,17 +476,16 @@ impl Kind {
                 _ => return None,
             })
         };
-        match (self, ty) {
-            (Self::Int, &Type::INT2 | &Type::INT4 | &Type::INT8) => {
-                out.push_str(itoa::Buffer::new().format(int(b).ok_or_else(bad)?));
-            }
-            (Self::Decimal, &Type::NUMERIC) => {
+        let utf8 = |b| std::str::from_utf8(b).map_err(|_| bad());
+        match self {
+            Self::Int => out.push_str(itoa::Buffer::new().format(int(b).ok_or_else(bad)?)),
+            Self::Numeric => {
                 if !numeric_binary_into(b, out) {
                     return Err(bad());
                 }
             }
-            (Self::Timestamptz, &Type::TIMESTAMPTZ | &Type::TIMESTAMP) => {
-                // Microseconds since 2000-01-01 UTC; ±infinity are the extremes.
+            // Microseconds since 2000-01-01 UTC; ±infinity are the extremes.
+            Self::Micros => {
                 let micros = int(b)
                     .filter(|m| *m != i64::MAX && *m != i64::MIN)
                     .ok_or_else(bad)?;
@@ -396,33 +494,20 @@ impl Kind {
                     out,
                 );
             }
-            (Self::Text, &Type::TEXT | &Type::VARCHAR | &Type::NAME) => {
-                quoted_into(std::str::from_utf8(b).map_err(|_| bad())?, out);
-            }
-            // An enum's label.
-            (Self::Text, t) if matches!(t.kind(), tokio_postgres::types::Kind::Enum(_)) => {
-                quoted_into(std::str::from_utf8(b).map_err(|_| bad())?, out);
-            }
-            (Self::Char, &Type::BPCHAR) => {
-                let text = std::str::from_utf8(b).map_err(|_| bad())?;
-                quoted_into(text.trim_end_matches(' '), out);
-            }
-            (Self::Json, &Type::JSON) => json_into(std::str::from_utf8(b).map_err(|_| bad())?, out),
-            // jsonb: a version byte (1), then the text PostgreSQL renders.
-            (Self::Json, &Type::JSONB) => match b.split_first() {
-                Some((1, rest)) => json_into(std::str::from_utf8(rest).map_err(|_| bad())?, out),
+            Self::Utf8 => quoted_into(utf8(b)?, out),
+            Self::Bpchar => quoted_into(utf8(b)?.trim_end_matches(' '), out),
+            Self::Json => json_into(utf8(b)?, out),
+            Self::Jsonb => match b.split_first() {
+                Some((1, rest)) => json_into(utf8(rest)?, out),
                 _ => return Err(bad()),
             },
-            // Days since 2000-01-01.
-            (Self::Date, &Type::DATE) => {
+            Self::Date => {
                 let days = i32::from_be_bytes(b.try_into().map_err(|_| bad())?);
                 date_into(days.checked_add(POSTGRES_EPOCH_DAYS_CE), out).ok_or_else(bad)?;
             }
-            // Microseconds since midnight.
-            (Self::Time, &Type::TIME) => time_into(int(b), out).ok_or_else(bad)?,
-            (Self::Bytea, &Type::BYTEA) => bytes_into(b, out),
-            // Microseconds (i64), days (i32), months (i32).
-            (Self::Interval, &Type::INTERVAL) => {
+            Self::Time => time_into(int(b), out).ok_or_else(bad)?,
+            Self::Bytea => bytes_into(b, out),
+            Self::Interval => {
                 let (micros, rest) = b.split_at_checked(8).ok_or_else(bad)?;
                 let (days, months) = rest.split_at_checked(4).ok_or_else(bad)?;
                 interval_into(
@@ -438,29 +523,24 @@ impl Kind {
                     out,
                 );
             }
-            (Self::Text, &Type::UUID) => {
+            Self::Uuid => {
                 let bytes: [u8; 16] = b.try_into().map_err(|_| bad())?;
                 uuid_into(&bytes, out);
             }
-            (Self::Bool, &Type::BOOL) => out.push_str(match b {
+            Self::Bool => out.push_str(match b {
                 [0] => "false",
                 [1] => "true",
                 _ => return Err(bad()),
             }),
-            (Self::Float, &Type::FLOAT4) => {
+            Self::Float4 => {
                 let v = f32::from_be_bytes(b.try_into().map_err(|_| bad())?);
                 out.push_str(&float(f64::from(v)));
             }
-            (Self::Float, &Type::FLOAT8) => {
+            Self::Float8 => {
                 out.push_str(&float(f64::from_be_bytes(b.try_into().map_err(|_| bad())?)));
             }
-            (Self::Array(element), _) => {
-                array_binary_into(*element, ty, b, out).unwrap_or_else(|| Err(bad()))?;
-            }
-            _ => {
-                return Err(CanonicalError::Unsupported(format!(
-                    "{ty} read as {self:?}"
-                )));
+            Self::Array(element) => {
+                array_binary_into(element, b, out).unwrap_or_else(|| Err(bad()))?;
             }
         }
         Ok(())
@@ -468,20 +548,14 @@ impl Kind {
 }
 
 /// An array in PostgreSQL's binary format (dimensions, a has-NULL flag,
-/// the element type, each dimension's length and lower bound, then each
-/// element as a length, -1 for NULL, and its bytes in `member`'s binary
-/// format, row-major) appended as nested brackets; `None` for malformed
-/// bytes or a `ty` that is not an array, `Some(Err)` for an element
-/// [`Kind::write_binary`] refuses. Nothing is appended on a failure.
+/// the element type, each dimension's length and lower bound, then every
+/// element, `-1` for NULL) as its canonical form; `None` where the bytes
+/// are not such an array. Nothing is appended on a failure.
 fn array_binary_into(
-    element: Kind,
-    ty: &tokio_postgres::types::Type,
+    element: &Stored,
     b: &[u8],
     out: &mut String,
 ) -> Option<Result<(), CanonicalError>> {
-    let tokio_postgres::types::Kind::Array(member) = ty.kind() else {
-        return None;
-    };
     let start = out.len();
     let mut at = b;
     let written = (|| {
@@ -496,7 +570,7 @@ fn array_binary_into(
             out.push_str("[]");
             return Some(Ok(()));
         }
-        array_level_into(element, member, &lengths, &mut at, out)
+        array_level_into(element, &lengths, &mut at, out)
     })();
     let written = match written {
         Some(Ok(())) if !at.is_empty() => None, // bytes after the last element
@@ -511,8 +585,7 @@ fn array_binary_into(
 /// One dimension of an array ([`array_binary_into`]): `lengths[0]`
 /// elements, or arrays of the next dimensions, in brackets.
 fn array_level_into(
-    element: Kind,
-    member: &tokio_postgres::types::Type,
+    element: &Stored,
     lengths: &[usize],
     at: &mut &[u8],
     out: &mut String,
@@ -532,9 +605,9 @@ fn array_level_into(
                     Some(value)
                 }
             };
-            element.write_binary(member, raw, out)
+            element.write(raw, out)
         } else {
-            array_level_into(element, member, inner, at, out)?
+            array_level_into(element, inner, at, out)?
         };
         if written.is_err() {
             return Some(written);
@@ -1819,14 +1892,17 @@ mod tests {
         assert_eq!(Kind::of_sql("interval day to second"), Ok(Kind::Interval));
     }
 
-    /// `kind`'s canonical form of binary value `b` of type `ty`.
+    /// `kind`'s canonical form of binary value `b` of a column the server
+    /// sends as `ty`, as the source reader reads it.
     fn read(
         kind: Kind,
         ty: &tokio_postgres::types::Type,
         b: &[u8],
     ) -> Result<String, CanonicalError> {
         let mut out = String::new();
-        kind.write_binary(ty, Some(b), &mut out).map(|()| out)
+        Stored::of_column(ty, kind)?
+            .write(Some(b), &mut out)
+            .map(|()| out)
     }
 
     #[test]

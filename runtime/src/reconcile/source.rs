@@ -486,7 +486,7 @@ pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
 /// canonical form straight from its bytes ([`canonical::Layout::write`]).
 ///
 /// Read as `COPY (SELECT …) TO STDOUT (FORMAT binary)`: the columns as
-/// stored, in PostgreSQL's binary format (read by `Kind::write_binary`, no
+/// stored, in PostgreSQL's binary format (read by `Stored::write`, no
 /// cast or text rendering on the server: half its work on a large read),
 /// and each row's bytes read in place, where a query's rows would each be
 /// parsed into a `Row` first (a third of the reader's time at 10M rows).
@@ -498,8 +498,9 @@ pub fn key_order(table: &SourceTable) -> Result<KeyOrder, Error> {
 struct Reader<'t> {
     table: &'t SourceTable,
     rows: std::pin::Pin<Box<tokio_postgres::CopyOutStream>>,
-    /// The type of each column as the server sends it.
-    types: Vec<tokio_postgres::types::Type>,
+    /// How each column's values are stored, from the type the server
+    /// sends.
+    stored: Vec<canonical::Stored>,
     /// Whether the COPY's header has been read (it comes with the first row).
     started: bool,
     layout: canonical::Layout<'t>,
@@ -518,14 +519,21 @@ impl<'t> Reader<'t> {
         let sql = format!("SELECT {} {from}", exprs.join(", "));
         let key_index: Vec<usize> = table.key_columns()?.iter().map(|(i, _, _)| *i).collect();
         let failed = || Error::source_query(format!("read {}", table.name));
-        let types = client
+        let stored = client
             .prepare(&sql)
             .await
             .map_err(failed())?
             .columns()
             .iter()
-            .map(|c| c.type_().clone())
-            .collect();
+            .zip(&table.columns)
+            .map(|(c, (name, kind))| {
+                canonical::Stored::of_column(c.type_(), *kind).map_err(|source| Error::Column {
+                    table: table.name.clone(),
+                    column: name.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let rows = client
             .copy_out(&format!("COPY ({sql}) TO STDOUT (FORMAT binary)"))
             .await
@@ -533,7 +541,7 @@ impl<'t> Reader<'t> {
         Ok(Self {
             table,
             rows: Box::pin(rows),
-            types,
+            stored,
             started: false,
             layout: canonical::Layout::new(
                 table.columns.iter().map(|(c, _)| c.as_str()).collect(),
@@ -561,7 +569,7 @@ impl<'t> Reader<'t> {
             match take(&mut bytes, 2).map(|b| i16::from_be_bytes([b[0], b[1]])) {
                 // The trailer: the stream ends after it.
                 Some(-1) => continue,
-                Some(n) if usize::try_from(n).ok() == Some(self.types.len()) => {}
+                Some(n) if usize::try_from(n).ok() == Some(self.stored.len()) => {}
                 _ => return Err(self.malformed("a row's column count")),
             }
             for (i, (name, _)) in self.table.columns.iter().enumerate() {
@@ -586,21 +594,18 @@ impl<'t> Reader<'t> {
             }
             let Self {
                 table,
-                types,
+                stored,
                 layout,
                 at,
                 ..
             } = self;
             let row = layout.write(|i, out| {
                 let value = at[i].map(|(start, end)| &message[start..end]);
-                table.columns[i]
-                    .1
-                    .write_binary(&types[i], value, out)
-                    .map_err(|source| Error::Column {
-                        table: table.name.clone(),
-                        column: table.columns[i].0.clone(),
-                        source,
-                    })
+                stored[i].write(value, out).map_err(|source| Error::Column {
+                    table: table.name.clone(),
+                    column: table.columns[i].0.clone(),
+                    source,
+                })
             })?;
             return Ok(Some(row));
         }
