@@ -128,7 +128,7 @@ fn check_plans_assertions_against_the_reconcilers_tables() {
 }
 
 /// `check --strict` also reports what `run` cannot execute yet, each use
-/// with its place and reason (stdlib's one NOT_YET list); a scenario that
+/// with its place and reason (`lossproof_vocabulary::not_yet`); a scenario that
 /// only uses what exists passes it.
 #[test]
 fn check_strict_reports_what_cannot_run_yet() {

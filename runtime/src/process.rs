@@ -79,6 +79,12 @@ impl ProcessRecord {
         let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
     }
 
+    /// [`ProcessRecord::stop`] on the blocking pool: how an async caller
+    /// stops a component without holding up the other tasks of its worker.
+    pub async fn stop_async(self, signal: Signal, grace: Duration) {
+        let _ = tokio::task::spawn_blocking(move || self.stop(signal, grace)).await;
+    }
+
     /// Send `signal` to the group (faults: SIGKILL, SIGSTOP, SIGCONT).
     #[must_use]
     pub fn signal(&self, signal: Signal) -> bool {

@@ -241,7 +241,9 @@ impl Stack {
                 if !profile.components().contains(component)
                     && let Some(process) = record.processes.remove(component)
                 {
-                    process.stop(component.stop_signal(), component.stop_grace());
+                    process
+                        .stop_async(component.stop_signal(), component.stop_grace())
+                        .await;
                     progress(&format!(
                         "{component:<16} stopped (not in profile {profile})"
                     ));
@@ -285,7 +287,9 @@ impl Stack {
                 }
                 // Dead, or alive but not answering (left by an interrupted
                 // `up`, or frozen): stop its whole group and start afresh.
-                process.stop(component.stop_signal(), component.stop_grace());
+                process
+                    .stop_async(component.stop_signal(), component.stop_grace())
+                    .await;
                 record.processes.remove(&component);
                 self.state.save(&record)?;
             }

@@ -25,8 +25,7 @@ enum Which {
 }
 
 /// The stack component a target names, if it is one; `None` for targets
-/// that are not components (consumers, the connector) or not runnable yet
-/// (those are in `not_yet::NOT_YET`).
+/// that are not components (the consumers, the compactor, the connector).
 pub(crate) fn component_named(name: &str) -> Option<Component> {
     match name {
         "connect" => Some(Component::Connect),
@@ -182,7 +181,7 @@ pub(super) async fn stop(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
         Which::Compactor => on_compactor(seed, "stopped", terminate).await,
         Which::Component(c) => {
             let process = component(seed, c)?;
-            tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
+            process.stop_async(Signal::SIGTERM, GRACE).await;
             Ok(format!("stopped {}", c.name()))
         }
         Which::Connector => {
@@ -259,7 +258,7 @@ pub(super) async fn restart(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
         Which::Compactor => on_compactor(seed, "restarted", stop_and_start).await,
         Which::Component(c) => {
             if let Ok(process) = component(seed, c) {
-                tokio::task::spawn_blocking(move || process.stop(Signal::SIGTERM, GRACE)).await?;
+                process.stop_async(Signal::SIGTERM, GRACE).await;
             }
             repair(seed).await?;
             Ok(format!("restarted {}", c.name()))
