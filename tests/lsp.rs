@@ -269,6 +269,15 @@ fn language_server_session_over_stdio() {
     assert!(got.len() >= 4, "{got:?}");
     assert_eq!(codes_and_ranges(&got), expected(&many, &many_text));
 
+    // The whole check, not the analyser alone: a declared consumer's program that cannot be
+    // found is reported as `lossproof check` reports it.
+    // (Not among the snapshot inputs: its help names the folder it looked in.)
+    let missing = root().join("tests/inputs/check/program-not-found.lp");
+    let missing_text = std::fs::read_to_string(&missing).expect("read input");
+    let got = server.open(&uri(&missing), &missing_text);
+    assert_eq!(codes_and_ranges(&got), expected(&missing, &missing_text));
+    assert_eq!(got[0]["code"], "lp::check::command-not-found", "{got:?}");
+
     // Columns count UTF-16 code units: `𝄞` is two, `é` and `±` one each.
     let unicode = err.join("unicode-not-on-disk.lp");
     let unicode_text = "scenario \"𝄞 é±\"; under load 30s < kill conusmer every 2s >\n";
