@@ -239,10 +239,10 @@ fn reap_elsewhere(mut child: Child) {
 /// reaping happens on a thread of its own, so no async worker blocks.
 impl Drop for Supervised {
     fn drop(&mut self) {
+        if let Some(group) = self.group() {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
         if let Some(child) = self.child.take() {
-            if let Some(group) = i32::try_from(child.id()).ok().map(Pid::from_raw) {
-                let _ = killpg(group, Signal::SIGKILL);
-            }
             reap_elsewhere(child);
         }
     }

@@ -68,7 +68,7 @@ impl<'a> Seed<'a> {
         options: &'a Options,
         number: u64,
     ) -> Result<Self> {
-        let run = format!("{}s{number}", options.run_id);
+        let run = options.run_of(number);
         let endpoints = stack.endpoints()?;
         let workload = lossproof_vocabulary::workloads::of_plan(plan)?;
         let lake = endpoints.open_lake().await?;
@@ -141,6 +141,16 @@ impl<'a> Seed<'a> {
     #[must_use]
     pub fn log_of(&self, consumer: &str) -> PathBuf {
         self.logs.join(format!("{consumer}.log"))
+    }
+
+    /// The file a scenario's own tables reach the reference consumers in
+    /// (`tables.json` in the log folder); `None` for a stdlib workload.
+    #[must_use]
+    pub fn tables_file(&self) -> Option<PathBuf> {
+        (!self.plan.workload.tables.is_empty()).then(|| {
+            self.logs
+                .join(lossproof_consumers::tables_file::TABLES_FILE)
+        })
     }
 
     /// A consumer's messages file ([`lossproof_consumers::Message`]).

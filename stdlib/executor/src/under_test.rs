@@ -117,11 +117,7 @@ pub fn positions(
 /// Consumer `name` of `seed`, ready to start: the scenario's own when it
 /// declares one by that name, else the reference consumer's program
 /// (`lossproof` + its command + the seed's own options).
-pub fn supervised(
-    seed: &Seed<'_>,
-    name: &str,
-    tables: Option<&std::path::Path>,
-) -> Result<Supervised> {
+pub fn supervised(seed: &Seed<'_>, name: &str) -> Result<Supervised> {
     if let Some(declared) = seed.plan.declared.iter().find(|d| d.name == name) {
         return crate::own::supervised(seed, declared);
     }
@@ -137,7 +133,7 @@ pub fn supervised(
         "--messages".into(),
         seed.messages_of(name).into(),
     ]);
-    if let Some(tables) = tables {
+    if let Some(tables) = seed.tables_file() {
         args.extend(["--tables".into(), tables.into()]);
     }
     args.extend(profile_args(options.profile.as_deref()));

@@ -55,9 +55,8 @@ pub(super) async fn drain(
 const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// Stop every consumer gracefully, all at once (each finishes the batch in
-/// hand); the reasons of those that had stopped on purpose (a
-/// [`Message::Fatal`]).
-pub(super) async fn stop_consumers(seed: &Seed<'_>) -> Vec<String> {
+/// hand); what each told the executor meanwhile ([`Message`]s), by name.
+pub(super) async fn stop_consumers(seed: &Seed<'_>) -> BTreeMap<String, Vec<Message>> {
     let mut consumers = seed.consumers.lock().await;
     futures_util::future::join_all(
         consumers
@@ -65,22 +64,33 @@ pub(super) async fn stop_consumers(seed: &Seed<'_>) -> Vec<String> {
             .map(|consumer| consumer.terminate(STOP_GRACE)),
     )
     .await;
-    let mut stopped = Vec::new();
-    for name in consumers.keys() {
-        for message in Messages::read(&seed.messages_of(name)) {
-            if let Message::Fatal { reason } = message {
-                stopped.push(format!("consumer {name} stopped: {reason}"));
-            }
-        }
-    }
-    stopped
+    consumers
+        .keys()
+        .map(|name| (name.clone(), Messages::read(&seed.messages_of(name))))
+        .collect()
+}
+
+/// The reasons of the consumers that stopped on purpose (a
+/// [`Message::Fatal`]), from what they `said`.
+pub(super) fn stopped_on_purpose(said: &BTreeMap<String, Vec<Message>>) -> Vec<String> {
+    said.iter()
+        .flat_map(|(name, messages)| {
+            messages.iter().filter_map(move |m| match m {
+                Message::Fatal { reason } => Some(format!("consumer {name} stopped: {reason}")),
+                Message::Conflict { .. } => None,
+            })
+        })
+        .collect()
 }
 
 /// The seed's races, per consumer lake: the maintenance faults' commits
 /// (`compact table`, `expire snapshots`), the compactor's rounds, and the
-/// consumers' own commits the lake's base check refused (their
-/// [`Message::Conflict`]s).
-pub(super) fn races(seed: &Seed<'_>) -> BTreeMap<String, Races> {
+/// consumers' own commits the lake's base check refused (the
+/// [`Message::Conflict`]s they `said`).
+pub(super) fn races(
+    seed: &Seed<'_>,
+    said: &BTreeMap<String, Vec<Message>>,
+) -> BTreeMap<String, Races> {
     let mut races = seed
         .races
         .lock()
@@ -92,8 +102,10 @@ pub(super) fn races(seed: &Seed<'_>) -> BTreeMap<String, Races> {
         }
     }
     for consumer in &seed.options.consumers {
-        let conflicts = Messages::read(&seed.messages_of(consumer))
-            .iter()
+        let conflicts = said
+            .get(consumer)
+            .into_iter()
+            .flatten()
             .filter(|m| matches!(m, Message::Conflict { .. }))
             .count() as u64;
         if conflicts > 0 || races.contains_key(consumer) {

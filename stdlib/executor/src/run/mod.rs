@@ -90,7 +90,7 @@ pub async fn run_seed(
 ) -> SeedRecord {
     let started = Instant::now();
     let timeline = plan.timeline(seed);
-    let mut record = SeedRecord::new(seed, format!("{}s{seed}", options.run_id));
+    let mut record = SeedRecord::new(seed, options.run_of(seed));
     record.faults = timeline
         .occurrences
         .iter()
@@ -187,8 +187,9 @@ async fn body(
     let drain_start = Instant::now();
     let gated = drain::drain(seed, &positions, drain_limit).await;
     record.timings.drain_ms = millis(drain_start.elapsed());
-    let stopped = drain::stop_consumers(seed).await;
-    record.races = drain::races(seed);
+    let said = drain::stop_consumers(seed).await;
+    record.races = drain::races(seed, &said);
+    let stopped = drain::stopped_on_purpose(&said);
     if !stopped.is_empty() {
         return Ok(Ended::ConsumersStopped(stopped));
     }

@@ -32,6 +32,15 @@ pub struct Options {
     pub locations: Locations,
 }
 
+impl Options {
+    /// Seed `seed`'s run id, `<run id>s<seed>`: what every name of the seed
+    /// carries.
+    #[must_use]
+    pub fn run_of(&self, seed: u64) -> String {
+        format!("{}s{seed}", self.run_id)
+    }
+}
+
 /// Where the plan's actions and assertions are written in the `.lp` files.
 #[derive(Debug, Clone, Default)]
 pub struct Locations {

@@ -58,17 +58,13 @@ pub(super) async fn setup(seed: &Seed<'_>, progress: &(dyn Fn(&str) + Sync)) -> 
     )
     .await?;
     // A scenario's own tables reach the reference consumers as a file.
-    let tables = (!plan.workload.tables.is_empty()).then(|| {
-        seed.logs
-            .join(lossproof_consumers::tables_file::TABLES_FILE)
-    });
-    if let Some(file) = &tables {
-        lossproof_consumers::tables_file::write(file, &plan.workload.tables)?;
+    if let Some(file) = seed.tables_file() {
+        lossproof_consumers::tables_file::write(&file, &plan.workload.tables)?;
     }
     {
         let mut consumers = seed.consumers.lock().await;
         for name in &seed.options.consumers {
-            let mut consumer = crate::under_test::supervised(seed, name, tables.as_deref())?;
+            let mut consumer = crate::under_test::supervised(seed, name)?;
             consumer
                 .start()
                 .map_err(Error::io(format!("start consumer {name}")))?;
