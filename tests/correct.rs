@@ -527,7 +527,10 @@ async fn deletes_and_rereads_hold(state: &Path, ports: Ports) {
 
 async fn schema_follows_the_source(state: &Path, ports: Ports) {
     let run = Run::start(state, ports, "schema").await;
-    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
+    // What it tells the executor (`run` decides on these, not on the log).
+    let messages = state.join(format!("correct-{}.messages.jsonl", run.id));
+    let told = ["--messages", messages.to_str().expect("a UTF-8 path")];
+    let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", &[QUICK, &told].concat());
     let workload = load(&run, 9, 8);
     tokio::time::sleep(Duration::from_secs(2)).await;
     run.source
@@ -614,7 +617,14 @@ async fn schema_follows_the_source(state: &Path, ports: Ports) {
         .batch_execute("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(14,3); UPDATE orders SET quantity = quantity + 1 WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 1)")
         .await
         .unwrap();
-    let status = wait_exit(&mut consumer, Duration::from_mins(1));
+    stopped_on_the_scale_change(&mut consumer, &messages);
+    run.finish().await;
+}
+
+/// The correct consumer stopped on purpose on `amount`'s scale change (exit
+/// 3), said why in its log, and told the executor the same in `messages`.
+fn stopped_on_the_scale_change(consumer: &mut Consumer, messages: &Path) {
+    let status = wait_exit(consumer, Duration::from_mins(1));
     assert_eq!(status.code(), Some(3), "{}", consumer.log());
     let log = consumer.log();
     let fatal = log
@@ -627,7 +637,11 @@ async fn schema_follows_the_source(state: &Path, ports: Ports) {
             && fatal.contains("decimal(14,3)"),
         "{fatal}"
     );
-    run.finish().await;
+    let said = lossproof_consumers::Messages::read(messages);
+    assert!(
+        matches!(said.last(), Some(lossproof_consumers::Message::Fatal { reason }) if fatal.ends_with(reason.as_str())),
+        "the executor is told why it stopped: {said:?}\n{fatal}"
+    );
 }
 
 /// The field ids of `customers.email` and `customers.email_address` in the
