@@ -212,6 +212,7 @@ async fn pair(
         registry: lossproof_runtime::profile::Http::plain(ports.registry),
         namespace: format!("bench_correct_{tag}"),
         table_prefix: String::new(),
+        index_dir: std::env::temp_dir().join(format!("lossproof-bench-index-{}", std::process::id())),
         workload: workload_sig,
         topics: topics.to_vec(),
         group: format!("lossproof-bench-correct-{tag}"),
@@ -224,7 +225,7 @@ async fn pair(
     };
     // Both consumers start on existing, empty tables (the careless one's
     // are made below): what is timed is topic to committed Iceberg.
-    correct::state::LakeState::open(
+    correct::state::LakeState::create_tables(
         lake,
         &correct_config.namespace,
         &correct_config.table_prefix,

@@ -46,6 +46,8 @@ struct Started {
     names: CaptureNames,
     workload: &'static lossproof_lang::vocabulary::WorkloadSig,
     messages: Messages,
+    /// Where the correct consumer keeps its key indexes (`<state>/index`).
+    index_dir: PathBuf,
     _stack: lossproof_runtime::Stack,
 }
 
@@ -66,6 +68,7 @@ impl Common {
             names: CaptureNames::for_run(&self.run),
             workload: workload(self.tables.as_deref())?,
             messages,
+            index_dir: stack.state().root().join("index"),
             _stack: stack,
         })
     }
@@ -136,6 +139,7 @@ pub(crate) fn correct(common: &Common, rebuild: bool, failpoint: Option<&str>) -
         registry: started.endpoints.registry.clone(),
         namespace: common.namespace("correct", names),
         table_prefix: String::new(),
+        index_dir: started.index_dir.clone(),
         workload: started.workload,
         topics: lossproof_consumers::topics(names, started.workload),
         group: lossproof_consumers::group("correct", names),

@@ -30,7 +30,7 @@ use lossproof_consumers::correct::state::{STATE_TABLE, dead_letters_batch};
 use lossproof_executor::workload;
 use lossproof_runtime::change_event::{self, ChangeOp, ChangeRecord, Schemas};
 use lossproof_runtime::debezium::{self, CaptureNames};
-use lossproof_runtime::lake::{Commit, write_data_files};
+use lossproof_runtime::lake::Commit;
 use lossproof_runtime::reconcile::{self, ConsumerLake, Reconciliation, gate};
 use lossproof_runtime::{Lake, Ports, Stack};
 use rdkafka::Message as _;
@@ -162,10 +162,17 @@ fn wait_exit(consumer: &mut Consumer, limit: Duration) -> std::process::ExitStat
     }
 }
 
-async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
-    let run = Run::start(state, ports, "crash").await;
-    let workload = load(&run, 21, 10);
-    for failpoint in ["after-files:2", "after-commit:2", "before-mirror:2"] {
+/// SIGKILLed at each step boundary, then at random instants under load
+/// with its consumer group rewound behind its back; the key index checked
+/// at each start.
+async fn killed_at_each_step(state: &Path, run: &Run) {
+    let mut starts = Vec::new();
+    for failpoint in [
+        "after-files:2",
+        "after-commit:2",
+        "before-mirror:2",
+        "index-first:2",
+    ] {
         let mut consumer = Consumer::spawn_kind(
             state,
             &run.id,
@@ -180,7 +187,36 @@ async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
             consumer.log()
         );
         assert!(consumer.log().contains("failpoint"), "{}", consumer.log());
+        starts.push(consumer.log());
     }
+    // The key index is a cache of the lake, checked at every start: killed
+    // after its files (nothing committed), the index is in step and the
+    // next start reads nothing; killed after the commit and before the
+    // index followed, the next start catches up on what that commit added;
+    // an index ahead of the lake (updated, the commit never made) is
+    // rebuilt from the lake by the next start (checked below).
+    // The log file is shared by the consumers of a run: the newest line.
+    let key_index = |log: &str| {
+        log.lines()
+            .rfind(|l| l.contains("key index"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        key_index(&starts[1]).contains("in step with the lake: nothing read"),
+        "{}",
+        starts[1]
+    );
+    assert!(
+        key_index(&starts[2]).contains("caught up"),
+        "after a kill between the commit and the index update: {}",
+        starts[2]
+    );
+    assert!(
+        key_index(&starts[3]).contains("nothing read"),
+        "{}",
+        starts[3]
+    );
     // Kills at random instants, and the group rewound to 0 behind its back:
     // it must resume from the lake, never from the group.
     // Each kill lands while it consumes: after its start-up line and its
@@ -193,10 +229,24 @@ async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
         while batches(&consumer.log()) == before && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        if round == 0 {
+            let log = consumer.log();
+            assert!(
+                key_index(&log).contains("rebuilt from the lake")
+                    && key_index(&log).contains("ahead of the lake"),
+                "an index ahead of the lake is rebuilt, never trusted: {log}"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(100 * round)).await;
         consumer.sigkill();
-        rewind_group(&run);
+        rewind_group(run);
     }
+}
+
+async fn crashes_at_every_step_then_rebuild(state: &Path, ports: Ports) -> Run {
+    let run = Run::start(state, ports, "crash").await;
+    let workload = load(&run, 21, 10);
+    killed_at_each_step(state, &run).await;
     let report = workload.await.unwrap();
     assert_eq!(report.failed, 0);
     let mut consumer = Consumer::spawn_kind(state, &run.id, "correct", QUICK);
@@ -286,7 +336,7 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
     let lake = Lake::open(state).await.unwrap();
     // A table with rows but no stored offsets.
     let foreign = format!("foreign_{}", run.id);
-    lossproof_consumers::correct::state::LakeState::open(&lake, &foreign, "", orders())
+    lossproof_consumers::correct::state::LakeState::create_tables(&lake, &foreign, "", orders())
         .await
         .unwrap();
     let ns = iceberg::NamespaceIdent::new(foreign.clone());
@@ -664,7 +714,26 @@ async fn email_ids(lake: &Lake, run: &Run) -> (Option<i32>, Option<i32>) {
 }
 
 /// pyiceberg 0.12 (no equality deletes) reads exactly the source's rows.
+/// Reads the correct consumer's tables with pyiceberg 0.12 and compares
+/// them with the source, row for row: while position delete files are
+/// present (asserted first: merge-on-read is what is being read).
 async fn pyiceberg_reads_exactly(lake: &Lake, run: &Run) {
+    for table in ["orders", "order_items"] {
+        let ident = iceberg::TableIdent::new(
+            iceberg::NamespaceIdent::new(namespace(run)),
+            table.into(),
+        );
+        let loaded = iceberg::Catalog::load_table(lake.catalog(), &ident)
+            .await
+            .unwrap();
+        let deletes = lossproof_runtime::lake::live_files(&loaded)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.content == iceberg::spec::DataContentType::PositionDeletes)
+            .count();
+        assert!(deletes > 0, "{table}: position delete files present");
+    }
     let script = format!(
         "{}\nout = {{}}\nfor t, key in [('customers', ['customer_id']), ('orders', ['order_id']), ('order_items', ['order_id', 'line_no'])]:\n    rows = catalog.load_table('{}.' + t).scan().to_arrow().to_pylist()\n    out[t] = sorted([[str(r[k]) for k in key] + ([str(r['amount']), str(r['coupon'])] if t == 'orders' else []) for r in rows])\nprint(json.dumps(out))",
         crate::lake::PY_PRELUDE,
@@ -735,61 +804,25 @@ async fn junk_and_a_racing_writer(state: &Path, ports: Ports) {
         iceberg::NamespaceIdent::new(namespace(&run)),
         "orders".into(),
     );
+    // Lake::compact, the real job: the live rows with their position
+    // deletes applied, every data and delete file replaced, under the base
+    // check. Under load it mostly loses (a merge-on-read table's many small
+    // files take longer to read than a batch takes to commit); after the
+    // load it wins, and the consumer's next commit finds the table moved.
     let (mut won, mut lost) = (0, 0);
-    while !workload.is_finished() {
-        let table = iceberg::Catalog::load_table(lake.catalog(), &ident)
-            .await
-            .unwrap();
-        let Some(snapshot) = table.metadata().current_snapshot() else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let sequence = snapshot.sequence_number();
-        let rows = lossproof_runtime::lake::read::visible_rows(&table)
-            .await
-            .unwrap();
-        let files: Vec<String> = {
-            use futures_util::TryStreamExt as _;
-            table
-                .scan()
-                .select_all()
-                .build()
-                .unwrap()
-                .plan_files()
-                .await
-                .unwrap()
-                .try_collect::<Vec<_>>()
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|t| t.data_file_path)
-                .collect()
-        };
-        if rows
-            .iter()
-            .map(arrow_array::RecordBatch::num_rows)
-            .sum::<usize>()
-            == 0
-        {
-            continue;
-        }
-        let added = write_data_files(&table, rows).await.unwrap();
-        match lake
-            .commit(&table, Commit::replace(files, added, sequence))
-            .await
-        {
-            Ok(_) => won += 1,
-            Err(e) => {
-                assert!(
-                    e.is_conflict()
-                        || matches!(e, lossproof_runtime::lake::CommitError::InputGone { .. }),
-                    "{e}"
-                );
-                lost += 1;
-            }
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !workload.is_finished() || (won == 0 && Instant::now() < deadline) {
+        match lake.compact(&ident).await.unwrap() {
+            lossproof_runtime::lake::Compacted::Won { .. } => won += 1,
+            lossproof_runtime::lake::Compacted::Lost { .. } => lost += 1,
+            lossproof_runtime::lake::Compacted::NothingToDo { .. } => {}
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
+    run.source
+        .batch_execute("UPDATE orders SET note = 'after a compaction' WHERE order_id IN (SELECT order_id FROM orders ORDER BY 1 LIMIT 3)")
+        .await
+        .unwrap();
     assert_eq!(workload.await.unwrap().failed, 0);
     gate_correct(&run, &run.names, &consumer, Duration::from_mins(1)).await;
     consumer.stop();

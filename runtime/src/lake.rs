@@ -496,6 +496,71 @@ pub async fn write_equality_deletes(
     writer.close().await
 }
 
+/// The field id of a position delete file's `file_path` column (the spec's
+/// reserved id).
+pub const POSITION_DELETE_FILE_PATH_ID: i32 = 2_147_483_546;
+/// The field id of a position delete file's `pos` column.
+pub const POSITION_DELETE_POS_ID: i32 = 2_147_483_545;
+
+/// Write position-delete files of `table`: one row per `(data file path,
+/// row position)` to delete, sorted by path then position as the spec asks.
+/// Committed by a [`Commit::row_delta`], they delete exactly those rows of
+/// those files (iceberg-rust 0.10 has no position-delete writer: this is
+/// the rolling Parquet writer with the spec's reserved field ids, marked as
+/// position deletes).
+pub async fn write_position_deletes(
+    table: &Table,
+    mut positions: Vec<(String, i64)>,
+) -> iceberg::Result<Vec<DataFile>> {
+    use iceberg::spec::{DataContentType, NestedField, PrimitiveType, Type};
+    if positions.is_empty() {
+        return Ok(Vec::new());
+    }
+    positions.sort_unstable();
+    let schema = Arc::new(
+        iceberg::spec::Schema::builder()
+            .with_fields([
+                Arc::new(NestedField::required(
+                    POSITION_DELETE_FILE_PATH_ID,
+                    "file_path",
+                    Type::Primitive(PrimitiveType::String),
+                )),
+                Arc::new(NestedField::required(
+                    POSITION_DELETE_POS_ID,
+                    "pos",
+                    Type::Primitive(PrimitiveType::Long),
+                )),
+            ])
+            .build()?,
+    );
+    let arrow_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema)?);
+    let (paths, rows): (Vec<String>, Vec<i64>) = positions.into_iter().unzip();
+    let batch = RecordBatch::try_new(
+        arrow_schema,
+        vec![
+            Arc::new(arrow_array::StringArray::from(paths)),
+            Arc::new(arrow_array::Int64Array::from(rows)),
+        ],
+    )
+    .map_err(|e| iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string()))?;
+    let mut writer = rolling_writer(table, schema)?.build();
+    writer.write(&None, &batch).await?;
+    writer
+        .close()
+        .await?
+        .into_iter()
+        .map(|mut file| {
+            file.content(DataContentType::PositionDeletes);
+            file.build().map_err(|e| {
+                iceberg::Error::new(
+                    iceberg::ErrorKind::DataInvalid,
+                    format!("a position delete file: {e}"),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Parquet files under the table's `data/` folder with names no other
 /// writer uses, rolled at the default size.
 fn rolling_writer(

@@ -58,6 +58,35 @@ pub enum ReadError {
 /// row's values joined.
 pub(super) type DeletedKeys = Arc<(Vec<String>, HashSet<String>)>;
 
+/// Every row physically in data file `path` of `table`, in file order
+/// (row `i` is position `i`), deletes NOT applied: columns `columns` only,
+/// by the names the file was written with. What an index of row positions
+/// reads (the correct consumer's key index).
+pub async fn file_rows(
+    table: &Table,
+    path: &str,
+    columns: &[&str],
+) -> iceberg::Result<Vec<RecordBatch>> {
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let bytes = table.file_io().new_input(path)?.read().await?;
+    let unexpected = |e: &dyn std::fmt::Display| {
+        iceberg::Error::new(
+            iceberg::ErrorKind::Unexpected,
+            format!("data file {path}: {e}"),
+        )
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| unexpected(&e))?;
+    let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| unexpected(&e))?
+        .map(|batch| batch.map_err(|e| unexpected(&e)))
+        .collect()
+}
+
 /// Every visible row of `table`'s current snapshot, in the table's current
 /// Arrow schema.
 pub async fn visible_rows(table: &Table) -> iceberg::Result<Vec<RecordBatch>> {

@@ -42,6 +42,10 @@ pub enum Error {
     /// index).
     #[error("{0}")]
     Refused(String),
+    /// The correct consumer's key index on local disk (its cache of the
+    /// lake) cannot be opened, read or written.
+    #[error("key index: {0}")]
+    Index(String),
     /// A value that does not fit its column.
     #[error("{0}")]
     Value(String),

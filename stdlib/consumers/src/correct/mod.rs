@@ -10,8 +10,13 @@
 //!   key, a change wins only above the position the lake holds, so
 //!   restarts, redeliveries, re-sent duplicates and snapshot re-reads are
 //!   harmless; deletes are remembered in `_lp_state`, never as rows;
-//! - **copy-on-write**: no delete files, so any Iceberg reader (pyiceberg
-//!   0.12 included) reads exactly the source's rows;
+//! - **merge-on-read with position deletes**: a batch appends its keys'
+//!   new row versions and a position delete file for the rows they replace;
+//!   rows it does not change are never read or rewritten. Which row to
+//!   delete, and each key's position, come from a key index on local disk
+//!   ([`index`]) that is a checked cache of the lake, so memory does not
+//!   grow with the table. pyiceberg 0.12, DuckDB and iceberg-rust read
+//!   position deletes;
 //! - **schema follows the writer schema** of the newest applied change:
 //!   widen, add, drop in place; anything Iceberg cannot express stops the
 //!   consumer with the column and both types ([`Fatal`]);
@@ -20,11 +25,12 @@
 //! - **conflicts are retried** against the reloaded table, bounded, with
 //!   jitter; a batch the lake already covers is dropped.
 
+pub mod index;
 pub mod position;
 pub mod rebuild;
 pub mod state;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use iceberg::spec::{PrimitiveType, Type};
@@ -34,7 +40,7 @@ use lossproof_runtime::change_event::{
     self, Cell, ChangeOp, ChangeRecord, Row, RowChange, Schemas,
 };
 use lossproof_runtime::lake::{
-    Commit, CommitError, SchemaChange, check_promotion, write_data_files,
+    Commit, CommitError, SchemaChange, check_promotion, write_data_files, write_position_deletes,
 };
 use rdkafka::Message as _;
 use rdkafka::consumer::{CommitMode, Consumer as _, StreamConsumer};
@@ -43,7 +49,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use self::position::Position;
 use self::state::{
-    Applied, LakeState, Partition, STATE_FILES_MAX, STATE_TABLE, StateEntry, dead_letter_row,
+    Applied, LakeState, Partition, STATE_FOLD_MIN_DEAD, STATE_TABLE, StateEntry, dead_letter_row,
     row_keys, state_batch,
 };
 use crate::{debezium_type_name, to_arrow};
@@ -60,6 +66,9 @@ pub struct Config {
     pub namespace: String,
     /// Table-name prefix inside the namespace (`--rebuild` writes `_lp_rebuild_*`).
     pub table_prefix: String,
+    /// Where the key indexes live on local disk (one file per namespace
+    /// and prefix, [`Config::index_path`]): a cache of the lake.
+    pub index_dir: std::path::PathBuf,
     pub workload: &'static WorkloadSig,
     /// The change topics, one per workload table, in table order.
     pub topics: Vec<String>,
@@ -75,6 +84,16 @@ pub struct Config {
     pub failpoint: Option<Failpoint>,
     /// Where it tells the executor of the commits the lake refused.
     pub messages: crate::Messages,
+}
+
+impl Config {
+    /// The key index file of this namespace and table prefix.
+    #[must_use]
+    pub fn index_path(&self) -> std::path::PathBuf {
+        self.index_dir
+            .join(&self.namespace)
+            .join(format!("{}keys.redb", self.table_prefix))
+    }
 }
 
 /// The correct consumer as the executor drives it: `lossproof consumer
@@ -121,20 +140,25 @@ pub enum Step {
     AfterCommit,
     /// Just before the group mirror.
     BeforeMirror,
+    /// The key index updated as if the batch committed, the catalog
+    /// transaction never made: an index ahead of the lake.
+    IndexFirst,
 }
 
 impl std::str::FromStr for Failpoint {
     type Err = String;
-    /// `after-files:N`, `after-commit:N`, `before-mirror:N`.
+    /// `after-files:N`, `after-commit:N`, `before-mirror:N`, `index-first:N`.
     fn from_str(text: &str) -> Result<Self, String> {
         let (step, batch) = text.split_once(':').unwrap_or((text, "1"));
         let step = match step {
             "after-files" => Step::AfterFiles,
             "after-commit" => Step::AfterCommit,
             "before-mirror" => Step::BeforeMirror,
+            "index-first" => Step::IndexFirst,
             other => {
                 return Err(format!(
-                    "unknown failpoint step `{other}` (after-files, after-commit, before-mirror)"
+                    "unknown failpoint step `{other}` (after-files, after-commit, before-mirror, \
+                     index-first)"
                 ));
             }
         };
@@ -180,8 +204,9 @@ pub struct Report {
     pub dead_letters: u64,
     /// Commits that lost the compare-and-swap and were recomputed.
     pub conflicts: u64,
-    /// Where the time went: Avro decoding, applying (ordering, merging,
-    /// building rows), writing Parquet files, committing to the catalog.
+    /// Where the time went: Avro decoding, applying (index look-ups,
+    /// ordering, building rows), writing Parquet files, committing to the
+    /// catalog, updating the key index.
     pub time: Timing,
 }
 
@@ -193,6 +218,8 @@ pub struct Timing {
     pub apply: Duration,
     pub write: Duration,
     pub commit: Duration,
+    /// Updating the key index after each commit.
+    pub index: Duration,
 }
 
 /// One record, decoded.
@@ -212,13 +239,19 @@ pub async fn run(
     mut stop: tokio::sync::watch::Receiver<bool>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Report, Fatal> {
-    let mut state = LakeState::open(
+    let (mut state, synced) = LakeState::open(
         lake,
         &config.namespace,
         &config.table_prefix,
         config.workload,
+        &config.index_path(),
     )
     .await?;
+    log(&format!(
+        "correct: {} ({})",
+        synced.describe(),
+        state.index.path().display()
+    ));
     let consumer: StreamConsumer = config
         .kafka
         .client_config()
@@ -321,7 +354,7 @@ pub async fn run(
         report.batches += 1;
         report.time.decode += decode;
         let apply_start = std::time::Instant::now();
-        let (write, commit) = (report.time.write, report.time.commit);
+        let (write, commit, index) = (report.time.write, report.time.commit, report.time.index);
         apply_batch(
             lake,
             config,
@@ -335,7 +368,9 @@ pub async fn run(
         report.time.apply += apply_start
             .elapsed()
             .saturating_sub(report.time.write.saturating_sub(write))
-            .saturating_sub(report.time.commit.saturating_sub(commit));
+            .saturating_sub(report.time.commit.saturating_sub(commit))
+            .saturating_sub(report.time.index.saturating_sub(index));
+        fold_state(lake, config, &mut state, log).await?;
         fail_at(config, Step::BeforeMirror, report.batches);
         mirror(&consumer, &state);
     }
@@ -532,9 +567,10 @@ async fn apply_batch(
                     "correct: {why}; reloading and recomputing the batch (attempt {attempt}, after {wait:?})"
                 ));
                 tokio::time::sleep(wait).await;
-                state
+                let synced = state
                     .reload(lake, &config.table_prefix, config.workload)
                     .await?;
+                log(&format!("correct: {}", synced.describe()));
             }
             Err(Attempt::Reload(_)) if attempt < MAX_ATTEMPTS => {
                 state
@@ -608,9 +644,9 @@ impl Keyed<'_> {
 }
 
 /// One attempt at a batch, in four steps, each a function: what is new
-/// ([`news`]), the tables' rows to rewrite ([`rewrite`]), the bookkeeping
-/// files ([`bookkeeping`]), then one catalog transaction and the copy in
-/// memory following it ([`follow`]).
+/// ([`news`]), each table's new row versions and position deletes
+/// ([`merge`]), the bookkeeping files ([`bookkeeping`]), then one catalog
+/// transaction, after which the key index follows ([`follow`]).
 async fn try_batch(
     lake: &Lake,
     config: &Config,
@@ -624,18 +660,18 @@ async fn try_batch(
         return Ok(()); // the lake already covers the whole batch
     };
     let properties = news.properties();
-    let mut rewrites = Rewrites::default();
+    let mut merges = Merges::default();
     for t in 0..news.per_table.len() {
-        rewrite(lake, state, &news, t, &mut rewrites, report, log).await?;
+        merge(lake, state, &news, t, &mut merges, report, log).await?;
     }
     let Books {
         state_commit,
         dead_files,
-        state_files,
-    } = bookkeeping(state, &mut rewrites.state_rows, &news.dead, report).await?;
+    } = bookkeeping(state, &mut merges, &news.dead, report).await?;
     fail_at(config, Step::AfterFiles, batch_number);
 
-    let mut all: Vec<(&iceberg::table::Table, Commit)> = std::mem::take(&mut rewrites.commits)
+    let changed: Vec<usize> = merges.commits.iter().map(|(t, _)| *t).collect();
+    let mut all: Vec<(&iceberg::table::Table, Commit)> = std::mem::take(&mut merges.commits)
         .into_iter()
         .map(|(t, c)| (&state.tables[t].table, c))
         .collect();
@@ -653,6 +689,22 @@ async fn try_batch(
         &state.state_table,
         state_commit.with_properties(properties.clone()),
     ));
+    if config
+        .failpoint
+        .as_ref()
+        .is_some_and(|f| f.step == Step::IndexFirst && f.batch == batch_number)
+    {
+        // The index as if the commit had landed, at snapshots the lake will
+        // never have: an index ahead of the lake (tests).
+        let mut writes = merges.index.clone();
+        writes.extend(state.followed().iter().map(|f| index::Write::Synced {
+            table: f.name.to_owned(),
+            uuid: f.table.metadata().uuid().to_string(),
+            snapshot: i64::from(u32::MAX) + i64::try_from(batch_number).unwrap_or(0),
+        }));
+        index::apply(&state.index, writes).await?;
+        fail_at(config, Step::IndexFirst, batch_number);
+    }
     let started = std::time::Instant::now();
     let committed = lake.commit_all(all).await;
     report.time.commit += started.elapsed();
@@ -664,26 +716,21 @@ async fn try_batch(
     })?;
     fail_at(config, Step::AfterCommit, batch_number);
 
-    follow(
-        state,
-        rewrites.pending,
-        committed,
-        dead_lettered,
-        state_files,
-    )
-    .await?;
+    let started = std::time::Instant::now();
+    follow(state, &changed, committed, dead_lettered, merges.index).await?;
+    report.time.index += started.elapsed();
     state.offsets = std::mem::take(&mut news.offsets);
     state.epochs = std::mem::take(&mut news.epochs);
     report.commits += 1;
-    report.applied += rewrites.applied;
-    report.skipped += rewrites.skipped;
+    report.applied += merges.applied;
+    report.skipped += merges.skipped;
     report.dead_letters += news.dead.len() as u64;
     log(&format!(
         "correct: batch {batch_number}: {} records -> {} changes applied, {} not newer, \
          {} dead letters; offsets {}",
         news.records,
-        rewrites.applied,
-        rewrites.skipped,
+        merges.applied,
+        merges.skipped,
         news.dead.len(),
         describe(&state.offsets)
     ));
@@ -769,23 +816,48 @@ fn news<'r>(config: &Config, state: &LakeState, records: &'r [Record]) -> Option
 
 /// Step 2's result over every table.
 #[derive(Default)]
-struct Rewrites {
+struct Merges {
+    /// Per changed table, its commit (new rows and position deletes).
     commits: Vec<(usize, Commit)>,
-    pending: Vec<Pending>,
-    /// `_lp_state` entries of the keys applied.
+    /// `_lp_state` entries of the keys applied, and where each key's
+    /// previous entry is (to position-delete it).
     state_rows: Vec<StateEntry>,
+    state_deletes: Vec<(String, i64)>,
+    /// What the key index learns once the batch is committed.
+    index: Vec<index::Write>,
     applied: u64,
     skipped: u64,
 }
 
-/// Step 2, for table `t`: the winners (newer than the lake), the schema of
-/// the newest one, the rows to rewrite and their files.
-async fn rewrite(
+/// The paths of file numbers, looked up once per batch.
+struct Paths<'a> {
+    index: &'a index::KeyIndex,
+    known: HashMap<u32, String>,
+}
+
+impl Paths<'_> {
+    fn of(&mut self, location: index::Location) -> Result<(String, i64), crate::Error> {
+        let path = if let Some(path) = self.known.get(&location.file) {
+            path.clone()
+        } else {
+            let path = self.index.path_of(location.file)?;
+            self.known.insert(location.file, path.clone());
+            path
+        };
+        Ok((path, i64::try_from(location.pos).unwrap_or(i64::MAX)))
+    }
+}
+
+/// Step 2, for table `t`: the winners (newer than the lake, by the key
+/// index), the schema of the newest one, their rows as a new data file and
+/// a position delete file for the rows they replace or delete. Rows no
+/// change touched are never read or rewritten.
+async fn merge(
     lake: &Lake,
     state: &LakeState,
     news: &News<'_>,
     t: usize,
-    rewrites: &mut Rewrites,
+    merges: &mut Merges,
     report: &mut Report,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), Attempt> {
@@ -794,35 +866,48 @@ async fn rewrite(
         return Ok(());
     }
     let keyed = keyed(&state.tables[t], news_of_table)?;
+    let entries = lookup(&state.index, &state.tables[t].source_table, &keyed).await?;
     let mut winners: HashMap<&str, &Keyed> = HashMap::new();
     for k in &keyed {
-        let stored = state.index[t].get(&k.key).map(|a| a.position);
+        let stored = entries[&k.key].position();
         let best = winners.get(&*k.key).map(|w| w.position).or(stored);
         if best.is_none_or(|b| k.position > b) {
             winners.insert(&k.key, k);
         }
     }
-    rewrites.applied += winners.len() as u64;
-    rewrites.skipped += (keyed.len() - winners.len()) as u64;
+    merges.applied += winners.len() as u64;
+    merges.skipped += (keyed.len() - winners.len()) as u64;
     if winners.is_empty() {
         return Ok(());
     }
     follow_schema(lake, state, t, &winners, log).await?;
     let table = &state.tables[t];
-    let changed: HashSet<&str> = winners.keys().copied().collect();
+    let name = &table.source_table;
     let metadata = table.table.metadata();
     let history: Vec<&iceberg::spec::Schema> = metadata.schemas_iter().map(AsRef::as_ref).collect();
     // Per writer schema (shared by its changes), how its column names
     // read in the table now.
     let mut renamings: HashMap<*const (String, String), Option<HashMap<String, String>>> =
         HashMap::new();
+    let mut paths = Paths {
+        index: &state.index,
+        known: HashMap::new(),
+    };
+    let mut deletes = Vec::new();
     let mut upserts: Vec<(&std::sync::Arc<str>, std::borrow::Cow<'_, Row>)> = Vec::new();
     for k in winners.values() {
-        rewrites.state_rows.push(StateEntry {
+        let entry = entries[&k.key];
+        merges.state_rows.push(StateEntry {
             table: t,
             key: k.key.clone(),
             applied: k.applied(),
         });
+        if let Some((_, at)) = entry.applied {
+            merges.state_deletes.push(paths.of(at)?);
+        }
+        if let Some(row) = entry.live_row() {
+            deletes.push(paths.of(row)?);
+        }
         if k.change.op != ChangeOp::Delete
             && let Some(after) = &k.change.after
         {
@@ -832,49 +917,89 @@ async fn rewrite(
                     renaming(metadata.current_schema(), &history, &k.change.columns)
                 });
             let mut row = renamed(after, names.as_ref());
-            let stored = state.index[t].get(&k.key).map(|a| a.position);
-            unchanged_toast(&mut row, k, &keyed, stored, table)?;
+            unchanged_toast(&mut row, k, &keyed, &entry, table, &state.index).await?;
             upserts.push((&k.key, row));
         }
     }
     upserts.sort_by_key(|(k, _)| *k);
-    let schema = table.table.metadata().current_schema().clone();
+    let schema = metadata.current_schema().clone();
     let rows: Vec<&Row> = upserts.iter().map(|(_, r)| r.as_ref()).collect();
-    let upsert_batch = to_arrow(&schema, &rows)?;
-    let upsert_keys = upserts.iter().map(|(k, _)| (*k).clone()).collect();
-    let (removed, batch, keys) = table.rewrite(&changed, upsert_batch, upsert_keys)?;
-    let added = if batch.num_rows() == 0 {
+    let started = std::time::Instant::now();
+    let mut files = if rows.is_empty() {
         Vec::new()
     } else {
-        let started = std::time::Instant::now();
-        let files = write_data_files(&table.table, vec![batch.clone()])
+        write_data_files(&table.table, vec![to_arrow(&schema, &rows)?])
             .await
             .map_err(crate::Error::iceberg(format!(
                 "{}: write",
                 table.table.identifier()
-            )))?;
-        report.time.write += started.elapsed();
-        files
+            )))?
     };
-    rewrites.pending.push(Pending {
-        table: t,
-        removed: removed.clone(),
-        added: (added.len() == 1).then(|| (added[0].file_path().to_owned(), batch, keys)),
-        reindex: added.len() > 1,
-        winners: winners
-            .values()
-            .map(|w| (w.key.clone(), w.applied()))
-            .collect(),
-    });
-    rewrites.commits.push((
-        t,
-        Commit::overwrite(removed, added).with_properties(news.properties()),
-    ));
+    let keys = upserts.iter().map(|(k, _)| (*k).clone());
+    merges
+        .index
+        .extend(located(&files, keys)?.map(|(key, path, pos)| index::Write::Row {
+            table: name.clone(),
+            key,
+            path,
+            pos,
+        }));
+    files.extend(
+        write_position_deletes(&table.table, deletes)
+            .await
+            .map_err(crate::Error::iceberg(format!(
+                "{}: position deletes",
+                table.table.identifier()
+            )))?,
+    );
+    report.time.write += started.elapsed();
+    merges
+        .commits
+        .push((t, Commit::row_delta(files).with_properties(news.properties())));
     Ok(())
 }
 
+/// The key index's entries of `keyed`'s keys (off the runtime's workers).
+async fn lookup(
+    index: &index::KeyIndex,
+    table: &str,
+    keyed: &[Keyed<'_>],
+) -> Result<HashMap<std::sync::Arc<str>, index::Entry>, crate::Error> {
+    let mut keys: Vec<std::sync::Arc<str>> = keyed.iter().map(|k| k.key.clone()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let (index, table) = (index.clone(), table.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let names: Vec<&str> = keys.iter().map(|k| &**k).collect();
+        let entries = index.get_many(&table, &names)?;
+        Ok(keys.into_iter().zip(entries).collect())
+    })
+    .await
+    .map_err(|e| crate::Error::Index(format!("lookup: {e}")))?
+}
+
+/// Each of `keys` (the rows written, in order) with the file and row
+/// position it landed at: the rolling writer fills `files` in order.
+fn located(
+    files: &[iceberg::spec::DataFile],
+    keys: impl ExactSizeIterator<Item = std::sync::Arc<str>>,
+) -> Result<impl Iterator<Item = (std::sync::Arc<str>, std::sync::Arc<str>, u64)>, crate::Error> {
+    let written: u64 = files.iter().map(iceberg::spec::DataFile::record_count).sum();
+    if written != keys.len() as u64 {
+        return Err(crate::Error::Corrupt(format!(
+            "{} rows written, {written} in the files",
+            keys.len()
+        )));
+    }
+    let slots = files.iter().flat_map(|f| {
+        let path: std::sync::Arc<str> = f.file_path().into();
+        (0..f.record_count()).map(move |pos| (path.clone(), pos))
+    });
+    Ok(keys.zip(slots).map(|(key, (path, pos))| (key, path, pos)))
+}
+
 /// Step 2's schema: follow the newest winner's writer schema. A change
-/// evolves the table and starts the batch over on it (files re-read).
+/// evolves the table and starts the batch over on it.
 async fn follow_schema(
     lake: &Lake,
     state: &LakeState,
@@ -920,65 +1045,46 @@ struct Books {
     state_commit: Commit,
     /// The dead letters' files, when there are any.
     dead_files: Option<Vec<iceberg::spec::DataFile>>,
-    state_files: StateFiles,
 }
 
-/// `_lp_state`'s files once the batch is committed.
-struct StateFiles {
-    /// Its new files.
-    added: Vec<String>,
-    /// It was rewritten as one file: the new files are all of them.
-    compacted: bool,
-}
-
-/// Step 3: `_lp_state` (always: it carries the offsets) and the dead
-/// letters. When `_lp_state` has many files, this batch rewrites it as one:
-/// the newest entry per key, this batch's included.
+/// Step 3: `_lp_state` (always: it carries the offsets) — a row per key
+/// applied, and a position delete of each such key's previous row — and
+/// the dead letters.
 async fn bookkeeping(
     state: &LakeState,
-    state_rows: &mut Vec<StateEntry>,
+    merges: &mut Merges,
     dead: &[Row],
     report: &mut Report,
 ) -> Result<Books, Attempt> {
-    let compacted = !state_rows.is_empty() && state.state_files.len() + 1 > STATE_FILES_MAX;
-    if compacted {
-        let mut newest: HashMap<(usize, std::sync::Arc<str>), StateEntry> = HashMap::new();
-        for (t, index) in state.index.iter().enumerate() {
-            for (key, applied) in index {
-                let entry = StateEntry {
-                    table: t,
-                    key: key.clone(),
-                    applied: *applied,
-                };
-                newest.insert((t, key.clone()), entry);
-            }
-        }
-        for entry in state_rows.drain(..) {
-            newest.insert((entry.table, entry.key.clone()), entry);
-        }
-        *state_rows = newest.into_values().collect();
-    }
     let state_schema = state.state_table.metadata().current_schema().clone();
-    let state_files = if state_rows.is_empty() {
+    let started = std::time::Instant::now();
+    let mut state_files = if merges.state_rows.is_empty() {
         Vec::new()
     } else {
-        let batch = state_batch(&state_schema, &state.tables, state_rows)?;
-        let started = std::time::Instant::now();
-        let files = write_data_files(&state.state_table, vec![batch])
+        let batch = state_batch(&state_schema, &state.tables, &merges.state_rows)?;
+        write_data_files(&state.state_table, vec![batch])
             .await
-            .map_err(crate::Error::iceberg(format!("{STATE_TABLE}: write")))?;
-        report.time.write += started.elapsed();
-        files
+            .map_err(crate::Error::iceberg(format!("{STATE_TABLE}: write")))?
     };
-    let state_added: Vec<String> = state_files
-        .iter()
-        .map(|f| f.file_path().to_owned())
-        .collect();
-    let state_commit = if compacted {
-        Commit::overwrite(state.state_files.clone(), state_files)
-    } else {
-        Commit::append(state_files)
-    };
+    let keys = merges.state_rows.iter().map(|e| e.key.clone());
+    let entries: Vec<_> = located(&state_files, keys)?.collect();
+    for (entry, (key, path, pos)) in merges.state_rows.iter().zip(entries) {
+        merges.index.push(index::Write::Applied {
+            table: state.tables[entry.table].source_table.clone(),
+            key,
+            applied: entry.applied,
+            path,
+            pos,
+        });
+    }
+    state_files.extend(
+        write_position_deletes(&state.state_table, std::mem::take(&mut merges.state_deletes))
+            .await
+            .map_err(crate::Error::iceberg(format!(
+                "{STATE_TABLE}: position deletes"
+            )))?,
+    );
+    report.time.write += started.elapsed();
     let dead_files = if dead.is_empty() {
         None
     } else {
@@ -991,37 +1097,28 @@ async fn bookkeeping(
         )
     };
     Ok(Books {
-        state_commit,
+        state_commit: Commit::row_delta(state_files),
         dead_files,
-        state_files: StateFiles {
-            added: state_added,
-            compacted,
-        },
     })
 }
 
-/// Step 4: the lake moved, so does the copy in memory: the tables as
-/// committed, in the order committed (the tables, the dead letters when
-/// there were any, then `_lp_state`).
+/// Step 4: the lake moved: the tables as committed (in the order
+/// committed: the changed tables, the dead letters when there were any,
+/// then `_lp_state`), and the key index follows in one durable write that
+/// also records the snapshots it now reflects. A crash before that write
+/// leaves the index behind the lake, which the next start detects and
+/// catches up on ([`index::sync`]).
 async fn follow(
     state: &mut LakeState,
-    pending: Vec<Pending>,
+    changed: &[usize],
     committed: Vec<iceberg::table::Table>,
     dead_lettered: bool,
-    state_files: StateFiles,
+    mut writes: Vec<index::Write>,
 ) -> Result<(), Attempt> {
     let mut committed = committed.into_iter();
-    for p in pending {
-        let table = &mut state.tables[p.table];
-        if let Some(t) = committed.next() {
-            table.table = t;
-        }
-        table.committed(&p.removed, p.added);
-        if p.reindex {
-            table.load_files().await?;
-        }
-        for (key, entry) in p.winners {
-            state.index[p.table].insert(key, entry);
+    for &t in changed {
+        if let Some(table) = committed.next() {
+            state.tables[t].table = table;
         }
     }
     if dead_lettered && let Some(t) = committed.next() {
@@ -1030,21 +1127,9 @@ async fn follow(
     if let Some(t) = committed.next() {
         state.state_table = t;
     }
-    if state_files.compacted {
-        state.state_files = state_files.added;
-    } else {
-        state.state_files.extend(state_files.added);
-    }
+    writes.extend(state.followed().iter().map(index::synced_write));
+    index::apply(&state.index, writes).await?;
     Ok(())
-}
-
-/// A table's part of a batch, applied to memory once committed.
-struct Pending {
-    table: usize,
-    removed: Vec<String>,
-    added: Option<(String, arrow_array::RecordBatch, state::Keys)>,
-    reindex: bool,
-    winners: Vec<(std::sync::Arc<str>, Applied)>,
 }
 
 /// Each change with its key rendered the way the lake's rows render theirs.
@@ -1209,13 +1294,15 @@ pub const UNCHANGED_TOAST: &str = "__debezium_unavailable_value";
 /// lake's row, else from the lake's row itself, which is the version right
 /// before. Nothing to take it from (a key the lake never had) stops the
 /// consumer: writing the placeholder would be silent damage.
-fn unchanged_toast(
+async fn unchanged_toast(
     row: &mut std::borrow::Cow<'_, Row>,
     winner: &Keyed<'_>,
     batch: &[Keyed<'_>],
-    stored: Option<Position>,
+    entry: &index::Entry,
     table: &state::TableState,
+    index: &index::KeyIndex,
 ) -> Result<(), Fatal> {
+    let stored = entry.position();
     let placeholders: Vec<String> = row
         .iter()
         .filter(|(_, cell)| matches!(cell, Cell::Text(t) if t == UNCHANGED_TOAST))
@@ -1240,7 +1327,10 @@ fn unchanged_toast(
         let value = match in_batch {
             Some(cell) => Some(cell),
             None if earlier.iter().any(|k| k.change.op == ChangeOp::Delete) => None,
-            None => table.stored_text(&winner.key, &column).map(Cell::Text),
+            None => match entry.live_row() {
+                Some(at) => table.stored_text(index, at, &column).await?.map(Cell::Text),
+                None => None,
+            },
         };
         let Some(value) = value else {
             return Err(Fatal::Failed(crate::Error::Value(format!(
@@ -1346,6 +1436,46 @@ fn iceberg_type(name: &str) -> Option<PrimitiveType> {
             }
         }
     })
+}
+
+/// Fold `_lp_state` (rewrite it with its position deletes applied: one row
+/// per key) once its dead rows are at least its live rows and at least
+/// [`STATE_FOLD_MIN_DEAD`]; its own replace snapshot, carrying the offsets,
+/// between batches. The key index then catches up from the folded files.
+/// Each fold rewrites at most as many rows as changes were applied since
+/// the previous one: a constant cost per change, whatever the number of keys.
+async fn fold_state(
+    lake: &Lake,
+    config: &Config,
+    state: &mut LakeState,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), Fatal> {
+    let count = |name: &str| {
+        state
+            .state_table
+            .metadata()
+            .current_snapshot()
+            .and_then(|s| s.summary().additional_properties.get(name)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let dead = count("total-position-deletes");
+    let live = count("total-records").saturating_sub(dead);
+    if dead < live.max(STATE_FOLD_MIN_DEAD) {
+        return Ok(());
+    }
+    let folded = lake
+        .compact_from(&state.state_table)
+        .await
+        .map_err(|e| Fatal::Other(format!("folding {STATE_TABLE}: {e}")))?;
+    let synced = state
+        .reload(lake, &config.table_prefix, config.workload)
+        .await?;
+    log(&format!(
+        "correct: folded {}; {}",
+        folded.describe(STATE_TABLE),
+        synced.describe()
+    ));
+    Ok(())
 }
 
 /// Mirror the lake's offsets to the consumer group (monitoring, the gate).

@@ -38,12 +38,7 @@ pub async fn run(
     names.push(DEAD_LETTERS.to_owned());
     // What readers use now (created empty if the consumer never ran). A
     // lake that has rows but lost its offsets is exactly what a rebuild is for.
-    if let Err(e) =
-        super::state::LakeState::open(lake, &config.namespace, "", config.workload).await
-        && !matches!(e, crate::Error::LostOffsets(_))
-    {
-        return Err(Fatal::Failed(e));
-    }
+    super::state::LakeState::create_tables(lake, &config.namespace, "", config.workload).await?;
     let mut current = Vec::new();
     for name in &names {
         current.push(load(lake, &ns, name).await?);
@@ -69,6 +64,8 @@ pub async fn run(
         group: format!("{}-rebuild", config.group),
         ..config.clone()
     };
+    // Its key index starts empty too.
+    let _ = std::fs::remove_file(rebuild.index_path());
     let report = super::run(lake, &rebuild, stop, log).await?;
     let mut swapped_in = Vec::new();
     for name in &names {
@@ -88,6 +85,9 @@ pub async fn run(
             .await
             .map_err(crate::Error::iceberg(ident.to_string()))?;
     }
+    // The rebuilt tables' index was for their old names; the consumer's
+    // own index sees new tables (another uuid) and rebuilds from the lake.
+    let _ = std::fs::remove_file(rebuild.index_path());
     log(&format!(
         "correct: rebuilt {} from {} records ({} changes applied) and swapped it in",
         config.namespace, report.records, report.applied

@@ -3,11 +3,14 @@
 //! In namespace `correct_lp_<run>`:
 //! - one table per source table, holding exactly the source's live rows in
 //!   the source's current columns (no hidden columns, no deleted rows):
-//!   what pyiceberg, DuckDB or dbt read. Written copy-on-write: a batch
-//!   rewrites the data files holding the keys it changes (no delete files);
-//! - `_lp_state`, an append-only log of the position each applied change
-//!   had, per table and key, with a deleted flag: the consumer's own
-//!   per-row positions and its delete memory. Tables whose names start with
+//!   what pyiceberg, DuckDB or dbt read. Written merge-on-read: a batch
+//!   appends the new row versions and a position delete file for the rows
+//!   they replace (never rewriting a row it does not change);
+//! - `_lp_state`, one live row per (table, key) ever seen: the position of
+//!   the newest applied change and a deleted flag, the consumer's per-row
+//!   positions and its delete memory; merge-on-read too (a key's previous
+//!   row is position-deleted when a newer one is appended), folded when its
+//!   dead rows outnumber its live ones. Tables whose names start with
 //!   `_lp_` are the consumer's, never the source's;
 //! - `dead_letters`: records that could not be decoded, with topic,
 //!   partition, offset, key and value bytes and the error.
@@ -19,13 +22,10 @@
 //! to read) and `lossproof.epoch.<topic>.<partition>` (the partition's
 //! latest snapshot LSN, see [`super::position`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{Array as _, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
-use futures_util::{StreamExt as _, TryStreamExt as _};
-use iceberg::arrow::ArrowReaderBuilder;
-use iceberg::scan::FileScanTask;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
@@ -34,6 +34,7 @@ use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
 use lossproof_runtime::lake::latest_properties;
 
+use super::index::{Followed, KeyIndex, Location, Synced};
 use super::position::Position;
 use crate::error::{Error, Result};
 
@@ -65,28 +66,16 @@ pub fn applied_sql(namespace: &str) -> String {
 /// A topic-partition.
 pub type Partition = (String, i32);
 
-/// One source table's lake table, in memory.
+/// One source table's lake table.
 pub struct TableState {
     pub source_table: String,
     pub table: Table,
     pub key_columns: Vec<String>,
-    /// Live data files: their rows (in the table's current schema) and keys.
-    pub files: BTreeMap<String, FileRows>,
-    /// Which live file holds a key. Keys and paths are shared (`Arc<str>`):
-    /// a batch moves every row of the files it rewrites, and their keys
-    /// with them, without copying a string.
-    pub key_file: HashMap<Arc<str>, Arc<str>>,
 }
 
-/// The keys of a file's rows, in row order.
-pub type Keys = Vec<Arc<str>>;
-
-pub struct FileRows {
-    pub batch: RecordBatch,
-    pub keys: Keys,
-}
-
-/// Everything the consumer knows, as of the lake's current snapshots.
+/// Everything the consumer knows, as of the lake's current snapshots: the
+/// tables, the position the lake reached, and the key index that says what
+/// the lake holds per key (on local disk, [`super::index`]).
 pub struct LakeState {
     pub namespace: NamespaceIdent,
     pub tables: Vec<TableState>,
@@ -95,16 +84,14 @@ pub struct LakeState {
     /// Next offset to read, per partition (absent: from the beginning).
     pub offsets: HashMap<Partition, i64>,
     pub epochs: HashMap<Partition, u64>,
-    /// Per (table index, key): what the lake holds for it.
-    pub index: Vec<HashMap<Arc<str>, Applied>>,
-    /// The live data files of `_lp_state` (compacted into one when there
-    /// are [`STATE_FILES_MAX`]).
-    pub state_files: Vec<String>,
+    pub index: KeyIndex,
 }
 
-/// `_lp_state` is rewritten as one file (the newest entry per key) in the
-/// batch that would make it hold more files than this.
-pub const STATE_FILES_MAX: usize = 64;
+/// `_lp_state` is folded (rewritten with its deletes applied) once its dead
+/// rows are at least its live rows and at least this many: each fold then
+/// rewrites no more rows than changes were applied since the last one, so
+/// its cost per change stays constant whatever the number of keys.
+pub const STATE_FOLD_MIN_DEAD: u64 = 10_000;
 
 /// What the lake holds for one key: the position of the newest change
 /// applied, whether it was a delete, and the source transaction that made
@@ -139,6 +126,8 @@ fn state_schema() -> Result<Schema> {
             field(6, "deleted", Boolean, true),
             field(7, "tx_id", Long, false),
         ])
+        // One live row per (table, key): what a fold sorts by.
+        .with_identifier_field_ids([1, 2])
         .build()
         .map_err(Error::iceberg("the _lp_state schema"))
 }
@@ -258,14 +247,14 @@ pub fn dead_letter_row(
 pub use lossproof_runtime::lake::read::row_keys;
 
 impl LakeState {
-    /// Create what is missing and read the lake's state. Refuses a lake
-    /// whose tables hold rows but whose position is unknown.
-    pub async fn open(
+    /// Create the tables that are missing (the source's, `_lp_state`,
+    /// `dead_letters`), empty.
+    pub async fn create_tables(
         lake: &Lake,
         namespace: &str,
         prefix: &str,
         workload: &WorkloadSig,
-    ) -> Result<Self> {
+    ) -> Result<NamespaceIdent> {
         let ns = lake
             .ensure_namespace(namespace)
             .await
@@ -298,6 +287,26 @@ impl LakeState {
         }
         create(&format!("{prefix}{STATE_TABLE}"), state_schema()?).await?;
         create(&format!("{prefix}{DEAD_LETTERS}"), dead_letter_schema()?).await?;
+        Ok(ns)
+    }
+
+    /// Create what is missing, read the lake's position and bring the key
+    /// index at `index` in step with the lake. Refuses a lake whose tables
+    /// hold rows but whose position is unknown.
+    pub async fn open(
+        lake: &Lake,
+        namespace: &str,
+        prefix: &str,
+        workload: &WorkloadSig,
+        index: &std::path::Path,
+    ) -> Result<(Self, Synced)> {
+        let ns = Self::create_tables(lake, namespace, prefix, workload).await?;
+        let index = {
+            let path = index.to_owned();
+            tokio::task::spawn_blocking(move || KeyIndex::open(&path))
+                .await
+                .map_err(|e| Error::Index(format!("open: {e}")))??
+        };
         let mut state = Self {
             state_table: load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?,
             dead_letters: load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?,
@@ -305,21 +314,21 @@ impl LakeState {
             tables: Vec::new(),
             offsets: HashMap::new(),
             epochs: HashMap::new(),
-            index: Vec::new(),
-            state_files: Vec::new(),
+            index,
         };
-        state.reload(lake, prefix, workload).await?;
-        Ok(state)
+        let synced = state.reload(lake, prefix, workload).await?;
+        Ok((state, synced))
     }
 
-    /// Read everything again from the lake's current snapshots (after a
-    /// conflict, a schema change, or at start).
+    /// Read the lake's current snapshots again (after a conflict, a schema
+    /// change, or at start) and bring the key index in step with them:
+    /// nothing is read when it already is (see [`super::index::sync`]).
     pub async fn reload(
         &mut self,
         lake: &Lake,
         prefix: &str,
         workload: &WorkloadSig,
-    ) -> Result<()> {
+    ) -> Result<Synced> {
         let ns = self.namespace.clone();
         self.state_table = load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?;
         self.dead_letters = load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?;
@@ -332,14 +341,6 @@ impl LakeState {
         self.tables.clear();
         for sig in &workload.tables {
             let table = load(lake, &ns, &format!("{prefix}{}", sig.name)).await?;
-            let mut state = TableState {
-                source_table: sig.name.clone(),
-                table,
-                key_columns: sig.primary_key.clone(),
-                files: BTreeMap::new(),
-                key_file: HashMap::new(),
-            };
-            state.load_files().await?;
             // Rows but no offsets: not this consumer's table, or its state
             // was lost. Except where commits of several tables are not
             // atomic (Glue): a crash between the swaps of the FIRST batch
@@ -347,79 +348,43 @@ impl LakeState {
             // consumer's offsets; replaying from the start applies again
             // exactly what they hold.
             let ahead_of_state = !lake.commits_tables_atomically()
-                && !latest_properties(&state.table, OFFSET_PREFIX).is_empty();
-            if self.offsets.is_empty() && !state.key_file.is_empty() && !ahead_of_state {
+                && !latest_properties(&table, OFFSET_PREFIX).is_empty();
+            let rows = live_rows(&table);
+            if self.offsets.is_empty() && rows > 0 && !ahead_of_state {
                 return Err(Error::LostOffsets(format!(
-                    "refusing to start: {} holds {} rows but the lake stores no Kafka offsets \
+                    "refusing to start: {} holds {rows} rows but the lake stores no Kafka offsets \
                      for it ({} has none): it was not written by this consumer, or its state was lost; \
                      rebuild it (--rebuild) instead of guessing where to resume",
-                    state.table.identifier(),
-                    state.key_file.len(),
+                    table.identifier(),
                     self.state_table.identifier()
                 )));
             }
-            self.tables.push(state);
+            self.tables.push(TableState {
+                source_table: sig.name.clone(),
+                table,
+                key_columns: sig.primary_key.clone(),
+            });
         }
-        self.index = vec![HashMap::new(); self.tables.len()];
-        self.state_files = live_files(&self.state_table).await?;
-        let names: HashMap<&str, usize> = self
-            .tables
+        let followed = self.followed();
+        super::index::sync(&self.index, &followed).await
+    }
+
+    /// The tables the key index follows: the source's, then `_lp_state`.
+    #[must_use]
+    pub fn followed(&self) -> Vec<Followed<'_>> {
+        self.tables
             .iter()
-            .enumerate()
-            .map(|(i, t)| (t.source_table.as_str(), i))
-            .collect();
-        for batch in lossproof_runtime::lake::read::visible_rows(&self.state_table)
-            .await
-            .map_err(Error::iceberg(self.state_table.identifier().to_string()))?
-        {
-            let col = |name: &str| {
-                batch
-                    .column_by_name(name)
-                    .ok_or_else(|| Error::Corrupt(format!("{STATE_TABLE} has no column {name}")))
-            };
-            let (tables, keys) = (col("table")?, col("key")?);
-            let tables = tables.as_any().downcast_ref::<StringArray>();
-            let keys = keys.as_any().downcast_ref::<StringArray>();
-            let commits = col("after_commit")?;
-            let commits = commits.as_any().downcast_ref::<Int64Array>();
-            let lsns = col("lsn")?;
-            let lsns = lsns.as_any().downcast_ref::<Int64Array>();
-            let ranks = col("rank")?;
-            let ranks = ranks.as_any().downcast_ref::<Int32Array>();
-            let deleted = col("deleted")?;
-            let deleted = deleted.as_any().downcast_ref::<BooleanArray>();
-            let (Some(tables), Some(keys), Some(commits), Some(lsns), Some(ranks), Some(deleted)) =
-                (tables, keys, commits, lsns, ranks, deleted)
-            else {
-                return Err(Error::Corrupt(format!(
-                    "{STATE_TABLE} has unexpected column types"
-                )));
-            };
-            // Absent from a state table written before it existed.
-            let tx_ids = batch.column_by_name("tx_id");
-            let tx_ids = tx_ids.and_then(|c| c.as_any().downcast_ref::<Int64Array>());
-            for i in 0..batch.num_rows() {
-                let Some(&t) = names.get(tables.value(i)) else {
-                    continue;
-                };
-                let applied = Applied {
-                    position: Position {
-                        after_commit: u64::try_from(commits.value(i)).unwrap_or(0),
-                        lsn: u64::try_from(lsns.value(i)).unwrap_or(0),
-                        rank: u8::try_from(ranks.value(i)).unwrap_or(0),
-                    },
-                    deleted: deleted.value(i),
-                    tx_id: tx_ids.and_then(|c| c.is_valid(i).then(|| c.value(i))),
-                };
-                let entry = self.index[t]
-                    .entry(Arc::from(keys.value(i)))
-                    .or_insert(applied);
-                if applied.position > entry.position {
-                    *entry = applied;
-                }
-            }
-        }
-        Ok(())
+            .map(|t| Followed {
+                name: &t.source_table,
+                table: &t.table,
+                key_columns: Some(&t.key_columns),
+            })
+            .chain([Followed {
+                name: STATE_TABLE,
+                table: &self.state_table,
+                key_columns: None,
+            }])
+            .collect()
     }
 
     /// The summary properties of a commit that reached `offsets`/`epochs`.
@@ -465,24 +430,18 @@ fn parse_positions(
     Ok(out)
 }
 
-/// The live data files of `table`'s current snapshot.
-async fn live_files(table: &Table) -> Result<Vec<String>> {
-    if table.metadata().current_snapshot().is_none() {
-        return Ok(Vec::new());
-    }
-    let ident = table.identifier();
-    let tasks: Vec<FileScanTask> = table
-        .scan()
-        .select_all()
-        .build()
-        .map_err(Error::iceberg(ident.to_string()))?
-        .plan_files()
-        .await
-        .map_err(Error::iceberg(ident.to_string()))?
-        .try_collect()
-        .await
-        .map_err(Error::iceberg(ident.to_string()))?;
-    Ok(tasks.into_iter().map(|t| t.data_file_path).collect())
+/// The rows a reader of `table`'s current snapshot sees, from its summary
+/// (records minus position deletes; 0 without a snapshot).
+#[must_use]
+pub fn live_rows(table: &Table) -> u64 {
+    let count = |name: &str| {
+        table
+            .metadata()
+            .current_snapshot()
+            .and_then(|s| s.summary().additional_properties.get(name)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    count("total-records").saturating_sub(count("total-position-deletes"))
 }
 
 pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table> {
@@ -494,175 +453,42 @@ pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table>
 }
 
 impl TableState {
-    /// Read every live data file with its rows and keys. The consumer
-    /// writes no delete files: a table with some was written by someone
-    /// else, and is refused.
-    pub async fn load_files(&mut self) -> Result<()> {
-        self.files.clear();
-        self.key_file.clear();
-        if self.table.metadata().current_snapshot().is_none() {
-            return Ok(());
-        }
-        let ident = self.table.identifier().clone();
-        let scan = self
-            .table
-            .scan()
-            .select_all()
-            .build()
-            .map_err(Error::iceberg(ident.to_string()))?;
-        let tasks: Vec<FileScanTask> = scan
-            .plan_files()
-            .await
-            .map_err(Error::iceberg(ident.to_string()))?
-            .try_collect()
-            .await
-            .map_err(Error::iceberg(ident.to_string()))?;
-        let schema = Arc::new(
-            iceberg::arrow::schema_to_arrow_schema(self.table.metadata().current_schema())
-                .map_err(Error::iceberg(ident.to_string()))?,
-        );
-        for task in tasks {
-            if !task.deletes.is_empty() {
-                return Err(Error::Refused(format!(
-                    "{ident}: {} has delete files applied to it; the correct consumer writes \
-                     copy-on-write only and cannot index such a table",
-                    task.data_file_path
-                )));
-            }
-            let path = task.data_file_path.clone();
-            let reader =
-                ArrowReaderBuilder::new(self.table.file_io().clone(), iceberg::Runtime::current())
-                    .build();
-            let batches: Vec<RecordBatch> = reader
-                .read(futures_util::stream::iter([Ok(task)]).boxed())
-                .map_err(Error::iceberg(ident.to_string()))?
-                .stream()
-                .try_collect()
-                .await
-                .map_err(Error::iceberg(format!("{ident}: {path}")))?;
-            let batches = batches
-                .into_iter()
-                .map(|b| conform(&b, &schema))
-                .collect::<Result<Vec<_>, _>>()?;
-            let batch = arrow_select::concat::concat_batches(&schema, &batches)
-                .map_err(Error::arrow(format!("{ident}: {path}")))?;
-            let keys: Keys = row_keys(&batch, &self.key_columns)?
-                .into_iter()
-                .map(Arc::from)
-                .collect();
-            let shared: Arc<str> = Arc::from(path.as_str());
-            for key in &keys {
-                self.key_file.insert(key.clone(), shared.clone());
-            }
-            self.files.insert(path, FileRows { batch, keys });
-        }
-        Ok(())
-    }
-
-    /// Rows to write for a batch: every row of the files holding `changed`
-    /// keys, except those keys, plus `upserts` (in the current schema).
-    /// Returns (the files to remove, the rows, their keys).
-    pub fn rewrite(
+    /// The lake's value of text column `column` in the data row at `row`
+    /// (`None`: NULL, or no such column in that file).
+    pub async fn stored_text(
         &self,
-        changed: &HashSet<&str>,
-        upserts: RecordBatch,
-        upsert_keys: Keys,
-    ) -> Result<(Vec<String>, RecordBatch, Keys)> {
-        let schema = upserts.schema();
-        let mut removed: Vec<String> = changed
-            .iter()
-            .filter_map(|k| self.key_file.get(*k).map(ToString::to_string))
-            .collect();
-        removed.sort();
-        removed.dedup();
-        let mut parts = Vec::new();
-        let mut keys = Vec::new();
-        for path in &removed {
-            let file = &self.files[path];
-            let keep: Vec<bool> = file.keys.iter().map(|k| !changed.contains(&**k)).collect();
-            let kept = arrow_select::filter::filter_record_batch(
-                &file.batch,
-                &BooleanArray::from(keep.clone()),
-            )
-            .map_err(Error::arrow(path.as_str()))?;
-            parts.push(conform(&kept, &schema)?);
-            keys.extend(
-                file.keys
-                    .iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(key, _)| key.clone()),
-            );
-        }
-        parts.push(upserts);
-        keys.extend(upsert_keys);
-        let rows = arrow_select::concat::concat_batches(&schema, &parts)
-            .map_err(Error::arrow("the rewritten rows"))?;
-        Ok((removed, rows, keys))
-    }
-
-    /// The lake's value of text column `column` for `key`, if the lake
-    /// holds the key (and the value is not NULL).
-    #[must_use]
-    pub fn stored_text(&self, key: &str, column: &str) -> Option<String> {
+        index: &KeyIndex,
+        row: Location,
+        column: &str,
+    ) -> Result<Option<String>> {
         use arrow_array::cast::AsArray as _;
-        let path = self.key_file.get(key)?;
-        let file = self.files.get(&**path)?;
-        let row = file.keys.iter().position(|k| &**k == key)?;
-        let values = file.batch.column_by_name(column)?;
-        if !values.is_valid(row) {
-            return None;
-        }
-        match values.as_string_opt::<i32>() {
-            Some(v) => Some(v.value(row).to_owned()),
-            None => Some(values.as_string_opt::<i64>()?.value(row).to_owned()),
-        }
-    }
-
-    /// After a commit: `removed` are gone, `added` (one file) holds `rows`.
-    pub fn committed(&mut self, removed: &[String], added: Option<(String, RecordBatch, Keys)>) {
-        for path in removed {
-            if let Some(file) = self.files.remove(path) {
-                for key in &file.keys {
-                    if self.key_file.get(key).is_some_and(|p| **p == **path) {
-                        self.key_file.remove(key);
-                    }
-                }
+        let path = index.path_of(row.file)?;
+        let batches = lossproof_runtime::lake::read::file_rows(&self.table, &path, &[column])
+            .await
+            .map_err(Error::iceberg(format!("{}: {path}", self.table.identifier())))?;
+        let mut at = usize::try_from(row.pos).unwrap_or(usize::MAX);
+        for batch in batches {
+            if at >= batch.num_rows() {
+                at -= batch.num_rows();
+                continue;
             }
-        }
-        if let Some((path, batch, keys)) = added {
-            let shared: Arc<str> = Arc::from(path.as_str());
-            for key in &keys {
-                self.key_file.insert(key.clone(), shared.clone());
+            let Some(values) = batch.column_by_name(column) else {
+                return Ok(None);
+            };
+            if !values.is_valid(at) {
+                return Ok(None);
             }
-            self.files.insert(path, FileRows { batch, keys });
+            return Ok(match values.as_string_opt::<i32>() {
+                Some(v) => Some(v.value(at).to_owned()),
+                None => values.as_string_opt::<i64>().map(|v| v.value(at).to_owned()),
+            });
         }
+        Err(Error::Corrupt(format!(
+            "{}: {path} has no row {} (the key index points past its end)",
+            self.table.identifier(),
+            row.pos
+        )))
     }
-}
-
-/// `batch` in `schema` (same columns by name; types cast where a widened
-/// column still reads narrower, missing columns NULL).
-pub fn conform(batch: &RecordBatch, schema: &arrow_schema::SchemaRef) -> Result<RecordBatch> {
-    let mut columns = Vec::new();
-    for field in schema.fields() {
-        let column = match batch.column_by_name(field.name()) {
-            Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => arrow_cast::cast(c, field.data_type()).map_err(Error::arrow(format!(
-                "column {}: cannot read {} as {}",
-                field.name(),
-                c.data_type(),
-                field.data_type()
-            )))?,
-            None => arrow_array::new_null_array(field.data_type(), batch.num_rows()),
-        };
-        columns.push(column);
-    }
-    RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )
-    .map_err(Error::arrow("a conformed batch"))
 }
 
 /// The `dead_letters` table assertions see: one row per dead letter of each
