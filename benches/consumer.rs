@@ -35,6 +35,11 @@ struct Args {
     /// consumer catching up a backlog).
     #[arg(long = "batch", default_values_t = [500, 10_000])]
     batches: Vec<usize>,
+    /// Table sizes (orders preloaded before capture; repeat for several,
+    /// e.g. `--rows 10000 --rows 1000000`): measure each consumer on a
+    /// table of that size instead (batch 500 on the change stream).
+    #[arg(long = "rows")]
+    rows: Vec<u64>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,13 +49,27 @@ fn main() -> std::process::ExitCode {
         args.seconds,
         args.rate,
         &args.batches,
+        &args.rows,
     ))
 }
 
-fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchResult<bool> {
+fn consumers(
+    state: &Path,
+    seconds: u64,
+    rate: u64,
+    batches: &[usize],
+    rows: &[u64],
+) -> BenchResult<bool> {
     let (stack, ports) = common::running(state)?;
     let runtime = common::runtime()?;
     runtime.block_on(async {
+        let database = lossproof_runtime::stack::SOURCE_DATABASE;
+        if !rows.is_empty() {
+            let source =
+                lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
+            let connect = ConnectClient::local(ports.connect);
+            return sized(&stack, &source, &connect, rows, (seconds, rate)).await;
+        }
         let database = lossproof_runtime::stack::SOURCE_DATABASE;
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, database).await?;
         let orders = lossproof_vocabulary::workloads::orders();
@@ -63,9 +82,8 @@ fn consumers(state: &Path, seconds: u64, rate: u64, batches: &[usize]) -> BenchR
             &stack.endpoints()?,
             &names,
             orders,
-            false,
-            1,
-            Duration::from_mins(1),
+            &workload::Capture::plain(Duration::from_mins(1)),
+            &|_| {},
         )
         .await?;
         let result = measure(&stack, &source, &connect, &names, seconds, rate, batches).await;
@@ -313,4 +331,319 @@ fn raw_read(broker: u16, topics: &[String]) -> BenchResult<RawRead> {
         bytes,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `--rows N`: the correct and careless consumers on a table that already
+/// holds `N` orders (preloaded before capture, so the connector's initial
+/// snapshot carries them), then on a change stream whose updates and
+/// deletes hit the whole table at random. Per size: the snapshot's rate
+/// into Iceberg, the change stream's apply rate and per-batch time (mean,
+/// p50, p99) at batch 500, each consumer's peak RSS, and the correct
+/// consumer's restart to ready (key index in step, and rebuilt).
+async fn sized(
+    stack: &Stack,
+    source: &tokio_postgres::Client,
+    connect: &ConnectClient,
+    rows: &[u64],
+    (seconds, rate): (u64, u64),
+) -> BenchResult<bool> {
+    let ports = stack.ports()?;
+    let lake = Lake::open(stack.state().root()).await?;
+    let mut lines = Vec::new();
+    let mut complete = true;
+    for &n in rows {
+        let names = CaptureNames::for_run(&format!("bench{}r{n}", std::process::id()));
+        eprintln!("bench: preloading {n} orders, then the connector's snapshot …");
+        let captured = workload::capture(
+            source,
+            connect,
+            &stack.endpoints()?,
+            &names,
+            lossproof_vocabulary::workloads::orders(),
+            &workload::Capture {
+                replica_identity_full: false,
+                partitions: 1,
+                preload: Some((n, 1)),
+                limit: Duration::from_mins(2),
+            },
+            &|line| eprintln!("bench: {line}"),
+        )
+        .await?;
+        let lsn = debezium::current_lsn(source).await?;
+        debezium::wait_drained(connect, &names, source, lsn, Duration::from_mins(10 + n / 100_000))
+            .await?
+            .map_err(|e| format!("the snapshot did not drain: {e}"))?;
+        let topics = consumer::topics(&names, lossproof_vocabulary::workloads::orders());
+        let snapshot = raw_read(ports.broker, &topics)?;
+        let size = Size::measure(&lake, &ports, &names, &topics, n, snapshot.total, (seconds, rate), source, connect).await;
+        debezium::remove(connect, &names, source).await?;
+        let size = size?;
+        complete &= size.complete;
+        lines.push((n, captured.preloaded, snapshot, size));
+    }
+    println!();
+    println!(
+        "{:>10} {:>9} {:>11} {:>11} {:>9} {:>13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "rows", "consumer", "snap rec/s", "chg rec/s", "batches", "ms mean/p50", "ms p99", "peak MB", "raw rec/s",
+        "ready s", "rebuild s", "preload s"
+    );
+    for (n, preloaded, raw, size) in &lines {
+        for side in [&size.correct, &size.careless] {
+            println!(
+                "{n:>10} {:>9} {:>11.0} {:>11.0} {:>9} {:>6.1}/{:<6.1} {:>9.1} {:>9.0} {:>9.0} {:>9} {:>9} {:>9.1}",
+                side.name,
+                side.snapshot_rate,
+                side.change_rate,
+                side.batch_ms.len(),
+                mean(&side.batch_ms),
+                percentile(&side.batch_ms, 0.5),
+                percentile(&side.batch_ms, 0.99),
+                side.peak_mb,
+                raw.read as f64 / raw.seconds,
+                side.ready.map_or("-".to_owned(), |s| format!("{s:.2}")),
+                side.rebuilt.map_or("-".to_owned(), |s| format!("{s:.2}")),
+                preloaded.map_or(0.0, |p| p.elapsed.as_secs_f64()),
+            );
+        }
+    }
+    if let (Some(first), Some(last)) = (lines.first(), lines.last())
+        && lines.len() > 1
+    {
+        let (small, large) = (
+            mean(&first.3.correct.batch_ms),
+            mean(&last.3.correct.batch_ms),
+        );
+        println!(
+            "correct, batch 500: mean per-batch time at {} rows / at {} rows = {:.2} (goal <= 1.5: {})",
+            last.0,
+            first.0,
+            large / small,
+            if large / small <= 1.5 { "met" } else { "not met" }
+        );
+    }
+    Ok(complete)
+}
+
+/// One consumer at one table size.
+struct Side {
+    name: &'static str,
+    snapshot_rate: f64,
+    change_rate: f64,
+    batch_ms: Vec<f64>,
+    peak_mb: f64,
+    ready: Option<f64>,
+    rebuilt: Option<f64>,
+}
+
+/// Both consumers at one table size.
+struct Size {
+    correct: Side,
+    careless: Side,
+    complete: bool,
+}
+
+impl Size {
+    #[allow(clippy::too_many_arguments, clippy::too_many_lines)] // one size's steps, in order
+    async fn measure(
+        lake: &Lake,
+        ports: &lossproof_runtime::Ports,
+        names: &CaptureNames,
+        topics: &[String],
+        n: u64,
+        snapshot_records: u64,
+        (seconds, rate): (u64, u64),
+        source: &tokio_postgres::Client,
+        connect: &ConnectClient,
+    ) -> BenchResult<Self> {
+        let orders = lossproof_vocabulary::workloads::orders();
+        let tag = format!("{}_{n}", names.topic_prefix);
+        let index_dir =
+            std::env::temp_dir().join(format!("lossproof-bench-index-{}", std::process::id()));
+        let correct_config = |batch| correct::Config {
+            kafka: lossproof_runtime::profile::Kafka::plain(ports.broker),
+            registry: lossproof_runtime::profile::Http::plain(ports.registry),
+            namespace: format!("bench_correct_{tag}"),
+            table_prefix: String::new(),
+            index_dir: index_dir.clone(),
+            workload: orders,
+            topics: topics.to_vec(),
+            group: format!("lossproof-bench-correct-{tag}"),
+            batch_max: batch,
+            linger: Duration::from_millis(200),
+            stop_after: None,
+            until_end: true,
+            failpoint: None,
+            messages: consumer::Messages::none(),
+        };
+        let careless_namespace = format!("bench_careless_{tag}");
+        let careless_tables = consumer::ensure_tables(lake, &careless_namespace, orders).await?;
+        let careless_config = |batch, stop_after| careless::Config {
+            kafka: lossproof_runtime::profile::Kafka::plain(ports.broker),
+            registry: lossproof_runtime::profile::Http::plain(ports.registry),
+            topics: topics.to_vec(),
+            tables: careless_tables.clone(),
+            group: format!("lossproof-bench-careless-{tag}"),
+            auto_commit: Duration::from_secs(1),
+            batch_max: batch,
+            linger: Duration::from_millis(200),
+            stop_after: Some(stop_after),
+            messages: consumer::Messages::none(),
+        };
+        let (_keep, stop) = tokio::sync::watch::channel(false);
+
+        // The snapshot, at batch 10,000 (a consumer catching up a backlog).
+        eprintln!("bench: {n} rows: the snapshot into both lakes …");
+        reset_peak_rss();
+        let started = Instant::now();
+        let right = correct::run(lake, &correct_config(10_000), stop.clone(), &|_| {}).await?;
+        let correct_snapshot = right.records as f64 / started.elapsed().as_secs_f64();
+        let correct_peak = peak_rss_mb();
+        reset_peak_rss();
+        let started = Instant::now();
+        let wrong = careless::run(
+            lake,
+            &careless_config(10_000, snapshot_records),
+            stop.clone(),
+            &|_| {},
+        )
+        .await?;
+        let careless_snapshot = wrong.records as f64 / started.elapsed().as_secs_f64();
+        let careless_peak = peak_rss_mb();
+        commit_group_at_end(ports.broker, &format!("lossproof-bench-careless-{tag}"), topics)?;
+
+        // The change stream, at batch 500.
+        eprintln!("bench: {n} rows: {seconds}s of changes at {rate}/s …");
+        let scenario = format!(
+            "workload orders rate {rate}/s connections 4 customers 200 preload {n}\nunder load 1s < >"
+        );
+        let plan = lossproof_lang::Analyzer::new(
+            &lossproof_vocabulary::Stdlib,
+            &lossproof_lang::NoIncludes,
+        )
+        .analyze("bench.lp", &scenario)
+        .plan
+        .ok_or("the bench scenario does not analyse")?
+        .workload;
+        let report = workload::run(
+            &plan,
+            1,
+            &lossproof_runtime::profile::Source::local(ports.source_postgres),
+            lossproof_runtime::stack::SOURCE_DATABASE,
+            Duration::from_secs(seconds),
+        )
+        .await?;
+        debezium::wait_drained(connect, names, source, report.final_lsn, Duration::from_mins(2))
+            .await?
+            .map_err(|e| format!("the stream did not drain: {e}"))?;
+        let all = raw_read(ports.broker, topics)?;
+        let changes = all.total - snapshot_records;
+        eprintln!("bench: {n} rows: {changes} change records; both consumers at batch 500 …");
+        reset_peak_rss();
+        let started = Instant::now();
+        let right_changes = correct::run(lake, &correct_config(500), stop.clone(), &|_| {}).await?;
+        let correct_rate = right_changes.records as f64 / started.elapsed().as_secs_f64();
+        let correct_peak = correct_peak.max(peak_rss_mb());
+        reset_peak_rss();
+        let started = Instant::now();
+        let wrong_changes =
+            careless::run(lake, &careless_config(500, changes), stop.clone(), &|_| {}).await?;
+        let careless_rate = wrong_changes.records as f64 / started.elapsed().as_secs_f64();
+        let careless_peak = careless_peak.max(peak_rss_mb());
+
+        // Restart to ready: the key index in step, then lost.
+        let config = correct_config(500);
+        let started = Instant::now();
+        correct::state::LakeState::open(lake, &config.namespace, "", orders, &config.index_path())
+            .await?;
+        let ready = started.elapsed().as_secs_f64();
+        std::fs::remove_file(config.index_path())?;
+        let started = Instant::now();
+        correct::state::LakeState::open(lake, &config.namespace, "", orders, &config.index_path())
+            .await?;
+        let rebuilt = started.elapsed().as_secs_f64();
+        let _ = std::fs::remove_dir_all(&index_dir);
+        for ns in [&config.namespace, &careless_namespace] {
+            let _ = lake.drop_namespace(ns).await;
+        }
+        let millis = |times: &[Duration]| -> Vec<f64> {
+            times.iter().map(|t| t.as_secs_f64() * 1000.0).collect()
+        };
+        Ok(Self {
+            complete: right.records == snapshot_records
+                && right_changes.records == changes
+                && wrong.errors == 0
+                && wrong_changes.errors == 0,
+            correct: Side {
+                name: "correct",
+                snapshot_rate: correct_snapshot,
+                change_rate: correct_rate,
+                batch_ms: millis(&right_changes.batch_times),
+                peak_mb: correct_peak,
+                ready: Some(ready),
+                rebuilt: Some(rebuilt),
+            },
+            careless: Side {
+                name: "careless",
+                snapshot_rate: careless_snapshot,
+                change_rate: careless_rate,
+                batch_ms: millis(&wrong_changes.batch_times),
+                peak_mb: careless_peak,
+                ready: None,
+                rebuilt: None,
+            },
+        })
+    }
+}
+
+/// Commit `group`'s offsets at the end of every partition of `topics` as
+/// they are now (the careless consumer's auto-commit may lag its reads).
+fn commit_group_at_end(broker: u16, group: &str, topics: &[String]) -> BenchResult<()> {
+    use rdkafka::TopicPartitionList;
+    let client: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", format!("127.0.0.1:{broker}"))
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut list = TopicPartitionList::new();
+    for topic in topics {
+        let (_, high) = client
+            .fetch_watermarks(topic, 0, Duration::from_secs(5))
+            .map_err(|e| format!("{topic}: {e}"))?;
+        list.add_partition_offset(topic, 0, rdkafka::Offset::Offset(high))?;
+    }
+    client.commit(&list, rdkafka::consumer::CommitMode::Sync)?;
+    Ok(())
+}
+
+/// Forget the process's peak RSS so far (Linux: `clear_refs` 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak RSS since the last reset, in MB.
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+        .get(((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1))
+        .copied()
+        .unwrap_or(0.0)
 }

@@ -103,6 +103,16 @@ fn workload_text(w: &lossproof_lang::plan::WorkloadPlan) -> String {
         },
         mix.join(", ")
     );
+    if w.preload > 0 {
+        let _ = writeln!(
+            out,
+            "preload: {} orders (with {} customers and one item each) bulk-loaded with COPY before capture \
+             starts: the connector's initial snapshot carries them; the load phases begin once the snapshot \
+             reached every consumer's lake, and half the updates and deletes hit preloaded orders",
+            w.preload,
+            w.preload.div_ceil(10)
+        );
+    }
     if !w.tables.is_empty() {
         let _ = writeln!(out, "tables (declared; parents first):");
         for table in &w.tables {

@@ -740,9 +740,8 @@ impl Run {
             &lossproof_runtime::Endpoints::local(ports, state),
             &names,
             orders(),
-            false,
-            1,
-            Duration::from_mins(1),
+            &workload::Capture::plain(Duration::from_mins(1)),
+            &|_| {},
         )
         .await
         .unwrap();

@@ -411,7 +411,7 @@ impl<'a> Run<'a, '_> {
         let sig = &*sig;
         // How the count of rows written unpaced at the start is called.
         let initial = if declared { "rows" } else { "customers" };
-        let parameters = ["rate", "connections", initial, "mix"];
+        let parameters = ["rate", "connections", initial, "mix", "preload"];
         let parameter_list = format!("parameters are {}", list(&parameters));
         let mut plan = defaults(sig);
         let mut seen: HashMap<&str, Span> = HashMap::new();
@@ -471,6 +471,32 @@ impl<'a> Run<'a, '_> {
                                 plan.customers = n;
                             }
                         }
+                    }
+                }
+                "preload" => {
+                    i += 1;
+                    let Some(Word::Quantity(q)) = value else {
+                        self.error(missing_value(param, word.span(), value));
+                        continue;
+                    };
+                    let Some(n) = self.report(units::rows(q)) else {
+                        continue;
+                    };
+                    if declared {
+                        self.error(
+                            Code::WorkloadParam
+                                .at(word.span().to(q.span), "`preload` is for the `orders` workload")
+                                .label("not yet for declared tables")
+                                .help("preload the `orders` workload (`workload orders preload 1M`), or give declared tables `rows N`"),
+                        );
+                    } else if (1..=100_000_000).contains(&n) {
+                        plan.preload = n;
+                    } else {
+                        self.error(
+                            Code::BadNumber
+                                .at(q.span, format!("`{n}` is out of range"))
+                                .label("must be between 1 and 100M"),
+                        );
                     }
                 }
                 "mix" => {
@@ -1454,6 +1480,7 @@ fn missing_value(param: &str, span: Span, found: Option<&Word>) -> Diagnostic {
         "rate" => "200/s",
         "connections" => "4",
         "customers" | "rows" => "100",
+        "preload" => "1M",
         _ => "50%",
     };
     let (span, message) = match found {
@@ -1476,6 +1503,7 @@ fn defaults(sig: &WorkloadSig) -> WorkloadPlan {
         rate_per_s: sig.defaults.rate_per_s,
         connections: sig.defaults.connections,
         customers: sig.defaults.customers,
+        preload: 0,
         mix: sig
             .operations
             .iter()

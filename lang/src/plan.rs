@@ -116,6 +116,10 @@ pub struct WorkloadPlan {
     pub rate_per_s: f64,
     pub connections: u64,
     pub customers: u64,
+    /// `orders` rows bulk-loaded (`COPY`) before capture starts, so the
+    /// connector's initial snapshot carries them (`preload 1M`); 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub preload: u64,
     /// Percent of operations per kind; adds up to 100.
     pub mix: BTreeMap<String, f64>,
 }
@@ -255,7 +259,8 @@ impl Plan {
     /// (`autocommit_interval`), the workload's rate, `randomly N times`
     /// counts and chances. Every scaled duration stays at least 1 ms, and
     /// an `at` stays inside its window, so the scaled plan times out the
-    /// same way the analyser checked.
+    /// same way the analyser checked. A `preload` is scaled too (at least
+    /// 1,000 orders): its snapshot is most of such a run's time.
     #[must_use]
     pub fn time_scaled(&self, factor: f64) -> Plan {
         #[allow(
@@ -265,6 +270,9 @@ impl Plan {
         )]
         let scale = |ms: u64| ((ms as f64) * factor).round().max(0.0) as u64;
         let mut plan = self.clone();
+        if plan.workload.preload > 0 {
+            plan.workload.preload = scale(plan.workload.preload).max(1_000);
+        }
         for phase in &mut plan.phases {
             match phase {
                 Phase::Load { duration_ms, .. } | Phase::Quiet { duration_ms, .. } => {
@@ -324,4 +332,10 @@ pub fn show_ms(ms: u64) -> String {
             let _ = write!(out, "{n}{unit}");
             out
         })
+}
+
+/// Serde's `skip_serializing_if` for counts that are 0 by default.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

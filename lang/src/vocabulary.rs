@@ -386,7 +386,7 @@ impl Words {
                 }
             }
         }
-        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "rows", "mix"]
+        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "rows", "mix", "preload"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();

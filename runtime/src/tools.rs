@@ -24,6 +24,10 @@ pub const BYO_VENV_KEY: &str = "1";
 /// (`tests/careless.rs`); `.ci/test` installs it (not the bootstrap: the
 /// stack does not need it).
 pub const LAKANA_VERSION: &str = "0.20.0";
+/// DuckDB with its iceberg and avro extension wheels (pinned together:
+/// the extension wheels stop at this version), a reader the tests check the
+/// correct consumer's tables with; `.ci/test` installs it.
+pub const DUCKDB_VERSION: &str = "1.5.5";
 /// moto's version in that virtualenv (pinned in `bootstrap.sh`).
 pub const MOTO_VERSION: &str = "5.2.5";
 
@@ -85,6 +89,14 @@ impl Tools {
     #[must_use]
     pub fn byo_venv(&self) -> PathBuf {
         self.cache.join(format!("venv-byo-{BYO_VENV_KEY}"))
+    }
+
+    /// The DuckDB virtualenv's Python (`.ci/test` installs it).
+    #[must_use]
+    pub fn duckdb_python(&self) -> PathBuf {
+        self.cache
+            .join(format!("venv-duckdb-{DUCKDB_VERSION}"))
+            .join("bin/python")
     }
 
     /// lakana-server's virtualenv (`.ci/test` installs it).

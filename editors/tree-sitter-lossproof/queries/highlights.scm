@@ -146,8 +146,8 @@
 ; workload_params
 ((identifier) @property
   (#any-of? @property
-    "rate" "connections" "customers" "rows" "mix" "insert" "update" "delete"
-    "cascade"))
+    "rate" "connections" "customers" "rows" "mix" "preload" "insert" "update"
+    "delete" "cascade"))
 
 ; settings
 ((identifier) @property

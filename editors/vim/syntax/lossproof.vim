@@ -34,7 +34,8 @@ syntax match lpTarget /\v%([A-Za-z0-9_-])@<!consumer%([A-Za-z0-9_-])@!/
 syntax keyword lpTarget connect connector broker postgres registry compactor
 syntax keyword lpConsumer careless correct
 syntax keyword lpWorkload orders
-syntax keyword lpWorkloadParam rate connections customers rows mix insert update delete cascade
+syntax keyword lpWorkloadParam rate connections customers rows mix preload insert update delete
+syntax keyword lpWorkloadParam cascade
 syntax keyword lpSetting consumer_batch autocommit_interval replica_identity compaction_every
 syntax keyword lpSetting partitions
 syntax keyword lpShorthand clean damaged most wrong fault fired

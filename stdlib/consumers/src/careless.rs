@@ -60,6 +60,8 @@ pub struct Report {
     pub batches: u64,
     pub commits: u64,
     pub errors: u64,
+    /// Each batch's time from its last record read to its last commit.
+    pub batch_times: Vec<Duration>,
 }
 
 /// Consume until `stop` turns true (or `stop_after` records), logging one
@@ -138,6 +140,7 @@ pub async fn run(
         last_kafka_error.clear();
         report.records += messages.len() as u64;
         report.batches += 1;
+        let started = std::time::Instant::now();
         let changes = decode_batch(&messages, config, &mut schemas, &mut report, log).await;
         for (index, changes) in changes {
             let table = &config.tables[index];
@@ -145,6 +148,7 @@ pub async fn run(
             report.commits += commits;
             report.errors += errors;
         }
+        report.batch_times.push(started.elapsed());
     }
     log(&format!(
         "careless: stopping after {} records, {} batches, {} commits, {} errors",

@@ -46,6 +46,8 @@ pub struct Seed<'a> {
     /// The connector's configuration once set-up created it (what
     /// `recreate connector` puts back).
     pub connector: OnceLock<serde_json::Value>,
+    /// What `preload N` wrote, once set-up did.
+    pub preloaded: OnceLock<crate::workload::preload::Preloaded>,
     /// The consumers under test, by name, once set-up started them.
     pub consumers: tokio::sync::Mutex<BTreeMap<String, Supervised>>,
     /// The seed's compaction job, when the scenario names the `compactor`
@@ -102,6 +104,7 @@ impl<'a> Seed<'a> {
             lake,
             logs,
             connector: OnceLock::new(),
+            preloaded: OnceLock::new(),
             consumers: tokio::sync::Mutex::new(BTreeMap::new()),
             compactor: tokio::sync::Mutex::new(None),
             races: std::sync::Mutex::new(BTreeMap::new()),

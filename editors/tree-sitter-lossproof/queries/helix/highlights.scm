@@ -148,8 +148,8 @@
 ; workload_params
 ((identifier) @variable.other.member
   (#any-of? @variable.other.member
-    "rate" "connections" "customers" "rows" "mix" "insert" "update" "delete"
-    "cascade"))
+    "rate" "connections" "customers" "rows" "mix" "preload" "insert" "update"
+    "delete" "cascade"))
 
 ; settings
 ((identifier) @variable.other.member

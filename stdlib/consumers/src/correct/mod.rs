@@ -204,6 +204,12 @@ pub struct Report {
     pub dead_letters: u64,
     /// Commits that lost the compare-and-swap and were recomputed.
     pub conflicts: u64,
+    /// Each batch's time from its records decoded to its commit and index
+    /// update (fold included, when one ran).
+    pub batch_times: Vec<Duration>,
+    /// From the start to the first batch taken (the lake's state read, the
+    /// key index checked, the partitions assigned).
+    pub ready: Duration,
     /// Where the time went: Avro decoding, applying (index look-ups,
     /// ordering, building rows), writing Parquet files, committing to the
     /// catalog, updating the key index.
@@ -239,6 +245,7 @@ pub async fn run(
     mut stop: tokio::sync::watch::Receiver<bool>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Report, Fatal> {
+    let started = std::time::Instant::now();
     let (mut state, synced) = LakeState::open(
         lake,
         &config.namespace,
@@ -325,7 +332,10 @@ pub async fn run(
         stop.clone(),
         events,
     )));
-    let mut report = Report::default();
+    let mut report = Report {
+        ready: started.elapsed(),
+        ..Report::default()
+    };
     loop {
         if *stop.borrow()
             || config.stop_after.is_some_and(|n| report.records >= n)
@@ -371,6 +381,7 @@ pub async fn run(
             .saturating_sub(report.time.commit.saturating_sub(commit))
             .saturating_sub(report.time.index.saturating_sub(index));
         fold_state(lake, config, &mut state, log).await?;
+        report.batch_times.push(apply_start.elapsed());
         fail_at(config, Step::BeforeMirror, report.batches);
         mirror(&consumer, &state);
     }

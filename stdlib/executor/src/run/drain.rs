@@ -50,6 +50,74 @@ pub(super) async fn drain(
     Ok(())
 }
 
+/// Wait until the connector's initial snapshot of a preload reached every
+/// consumer's lake (each consumer on its own, side by side), bounded by two
+/// minutes plus a minute per 100,000 preloaded orders; how long each took
+/// from now (set-up just started the connector and the consumers).
+pub(super) async fn snapshot_reached(
+    seed: &Seed<'_>,
+    positions: &[gate::ConsumerPosition],
+    preloaded: &crate::workload::preload::Preloaded,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<super::record::SnapshotRecord> {
+    let started = std::time::Instant::now();
+    let limit = Duration::from_mins(2) + Duration::from_mins(preloaded.orders / 100_000);
+    // The snapshot is in Kafka once every topic holds a read record per
+    // preloaded row (nothing else writes to them before the phases).
+    let topics = lossproof_consumers::topics(&seed.names, &seed.workload);
+    let expected = [preloaded.customers, preloaded.orders, preloaded.items];
+    for (topic, rows) in topics.iter().zip(expected) {
+        loop {
+            let end: i64 = gate::ends(&seed.endpoints.kafka, topic)
+                .await?
+                .iter()
+                .map(|(_, end)| end)
+                .sum();
+            if u64::try_from(end).unwrap_or(0) >= rows {
+                break;
+            }
+            if started.elapsed() > limit {
+                return Err(Error::Refused(format!(
+                    "the connector's snapshot did not reach {topic} within {} s: {end} of {rows} rows",
+                    limit.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    let lsn = debezium::current_lsn(&seed.source).await?;
+    let each = positions.iter().map(|position| async move {
+        gate::wait_scoreable(
+            &seed.connect,
+            &seed.names,
+            &seed.source,
+            lsn,
+            &seed.endpoints.kafka,
+            std::slice::from_ref(position),
+            Some(&seed.lake),
+            limit,
+        )
+        .await
+        .map(|()| (position.consumer.clone(), super::millis(started.elapsed())))
+    });
+    let reached: BTreeMap<String, u64> = futures_util::future::try_join_all(each)
+        .await?
+        .into_iter()
+        .collect();
+    for (consumer, ms) in &reached {
+        progress(&format!(
+            "the snapshot of the preload reached {consumer}'s lake in {:.1}s",
+            *ms as f64 / 1000.0
+        ));
+    }
+    Ok(super::record::SnapshotRecord {
+        orders: preloaded.orders,
+        rows: preloaded.customers + preloaded.orders + preloaded.items,
+        preload_ms: super::millis(preloaded.elapsed),
+        reached_ms: reached,
+    })
+}
+
 /// How long a consumer may take to finish the batch in hand once asked to
 /// stop.
 const STOP_GRACE: Duration = Duration::from_secs(30);

@@ -173,6 +173,10 @@ async fn body(
         &seed.names,
         &seed.workload,
     );
+    // A preload's initial snapshot reaches every lake before the phases.
+    if let Some(preloaded) = seed.preloaded.get() {
+        record.snapshot = Some(drain::snapshot_reached(seed, &positions, preloaded, progress).await?);
+    }
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.
     let drain_limit = phases::phases(seed, &positions, record, progress).await?;

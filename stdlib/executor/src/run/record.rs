@@ -96,6 +96,23 @@ pub struct SeedRecord {
     /// the consumer's own commits refused by the base check.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub races: BTreeMap<String, Races>,
+    /// `preload N`: what was bulk-loaded and how long its initial snapshot
+    /// took to reach each consumer's lake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotRecord>,
+}
+
+/// A preload's initial snapshot, end to end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRecord {
+    /// Preloaded orders, and rows in all (customers, orders, items).
+    pub orders: u64,
+    pub rows: u64,
+    /// The `COPY` into the source.
+    pub preload_ms: u64,
+    /// From the connector's start to the consumer's lake holding the whole
+    /// snapshot, per consumer.
+    pub reached_ms: BTreeMap<String, u64>,
 }
 
 /// The record of a run (`--out`, default `<state>/runs/<run id>.json`):
@@ -163,6 +180,7 @@ impl SeedRecord {
             timings: Timings::default(),
             diff_file: None,
             races: BTreeMap::new(),
+            snapshot: None,
         }
     }
 }

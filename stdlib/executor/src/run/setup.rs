@@ -36,18 +36,34 @@ pub(super) async fn setup(seed: &Seed<'_>, progress: &(dyn Fn(&str) + Sync)) -> 
         lossproof_runtime::stack::set_broker_storage_writable(&ports, true).await?;
     }
     progress("preparing: source tables, connector, consumers");
-    let config = workload::capture(
+    let preload = plan.workload.preload;
+    let how = workload::Capture {
+        replica_identity_full: full,
+        partitions,
+        preload: (preload > 0).then_some((preload, seed.number)),
+        limit: Duration::from_mins(2),
+    };
+    let captured = workload::capture(
         &seed.source,
         &seed.connect,
         &seed.endpoints,
         &seed.names,
         &seed.workload,
-        full,
-        partitions,
-        Duration::from_mins(2),
+        &how,
+        progress,
     )
     .await?;
-    let _ = seed.connector.set(config);
+    let _ = seed.connector.set(captured.config);
+    if let Some(preloaded) = captured.preloaded {
+        progress(&format!(
+            "preloaded {} orders, {} customers, {} items in {:.1}s",
+            preloaded.orders,
+            preloaded.customers,
+            preloaded.items,
+            preloaded.elapsed.as_secs_f64()
+        ));
+        let _ = seed.preloaded.set(preloaded);
+    }
 
     crate::own::create_publications(
         &plan.declared,

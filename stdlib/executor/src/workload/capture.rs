@@ -11,31 +11,67 @@ use lossproof_runtime::{ConnectClient, Endpoints};
 
 use crate::error::{Error, Result};
 
+/// How a run captures its source.
+#[derive(Debug, Clone, Copy)]
+pub struct Capture {
+    /// `set replica_identity full`.
+    pub replica_identity_full: bool,
+    /// Partitions per change topic.
+    pub partitions: i32,
+    /// `preload N` (the `orders` workload): `(orders, seed)`.
+    pub preload: Option<(u64, u64)>,
+    /// How long the connector may take to start running.
+    pub limit: Duration,
+}
+
+impl Capture {
+    /// One partition per topic, no preload, REPLICA IDENTITY DEFAULT.
+    #[must_use]
+    pub fn plain(limit: Duration) -> Self {
+        Self {
+            replica_identity_full: false,
+            partitions: 1,
+            preload: None,
+            limit,
+        }
+    }
+}
+
+/// What [`capture`] set up.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// The connector's configuration (what `recreate connector` puts back).
+    pub config: serde_json::Value,
+    pub preloaded: Option<super::preload::Preloaded>,
+}
+
 /// Re-create `workload`'s tables (and the reconciler's history table) in
-/// the source, create the change topics with `partitions` partitions each
-/// (Debezium keys every record by primary key, so one key stays in one
-/// partition, in order), then start a connector capturing them as `names`
-/// and wait (bounded by `limit`) until it runs. Returns the connector's
-/// configuration (what `recreate connector` puts back).
-#[allow(clippy::too_many_arguments)] // the set-up's inputs, each used once
+/// the source, preload them when asked ([`super::preload`]), create the
+/// change topics with `partitions` partitions each (Debezium keys every
+/// record by primary key, so one key stays in one partition, in order),
+/// then start a connector capturing them as `names` and wait (bounded by
+/// `limit`) until it runs: its initial snapshot carries the preloaded rows.
 pub async fn capture(
     source: &tokio_postgres::Client,
     connect: &ConnectClient,
     endpoints: &Endpoints,
     names: &CaptureNames,
     workload: &WorkloadSig,
-    replica_identity_full: bool,
-    partitions: i32,
-    limit: Duration,
-) -> Result<serde_json::Value> {
+    how: &Capture,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Captured> {
     source
-        .batch_execute(&super::ddl(workload, replica_identity_full))
+        .batch_execute(&super::ddl(workload, how.replica_identity_full))
         .await
         .map_err(Error::pg("create the source tables"))?;
+    let preloaded = match how.preload {
+        Some((orders, seed)) => Some(super::preload(source, orders, seed, progress).await?),
+        None => None,
+    };
     create_topics(
         &endpoints.kafka,
         &lossproof_consumers::topics(names, workload),
-        partitions,
+        how.partitions,
     )
     .await?;
     let tables: Vec<String> = workload
@@ -45,8 +81,8 @@ pub async fn capture(
         .collect();
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
     let config = debezium::config(names, endpoints, &names.database, &tables, Encoding::Avro);
-    debezium::start(connect, names, &config, source, limit).await?;
-    Ok(config)
+    debezium::start(connect, names, &config, source, how.limit).await?;
+    Ok(Captured { config, preloaded })
 }
 
 /// Create `topics` with `partitions` partitions each (one replica); a topic

@@ -74,6 +74,17 @@ impl Draws {
             + 1
     }
 
+    /// One of the `count` preloaded rows this connection owns (row `i`
+    /// belongs to connection `i mod connections`), uniformly; `None` when it
+    /// owns none.
+    pub fn owned(&mut self, count: u64) -> Option<u64> {
+        if count <= self.connection {
+            return None;
+        }
+        let owned = (count - self.connection).div_ceil(self.connections.max(1));
+        Some(self.below(owned) * self.connections.max(1) + self.connection)
+    }
+
     /// The clock moves on by 1..1000 ms.
     ///
     /// # Panics
@@ -95,6 +106,10 @@ pub struct Generator {
     draws: Draws,
     /// Live customers, each with their live orders.
     customers: Vec<(i64, Vec<i64>)>,
+    /// Orders preloaded before capture (`preload N`), and those of them
+    /// this connection deleted.
+    preloaded: u64,
+    preloaded_deleted: std::collections::HashSet<i64>,
 }
 
 impl Generator {
@@ -104,7 +119,35 @@ impl Generator {
         Self {
             draws: Draws::new(seed, connection, connections, mix),
             customers: Vec::new(),
+            preloaded: 0,
+            preloaded_deleted: std::collections::HashSet::new(),
         }
+    }
+
+    /// With `orders` preloaded orders ([`super::preload`]): half the
+    /// updates and deletes then hit one of them, uniformly over the whole
+    /// preloaded table (random updates across a large table). Without a
+    /// preload the operations are exactly those of [`Generator::new`].
+    #[must_use]
+    pub fn with_preload(mut self, orders: u64) -> Self {
+        self.preloaded = orders;
+        self
+    }
+
+    /// A live preloaded order of this connection, half the time when there
+    /// is a preload.
+    fn pick_preloaded(&mut self) -> Option<i64> {
+        if self.preloaded == 0 || self.below(2) == 0 {
+            return None;
+        }
+        for _ in 0..4 {
+            let i = self.draws.owned(self.preloaded)?;
+            let id = super::preload::PRELOAD_BASE + i64::try_from(i).ok()?;
+            if !self.preloaded_deleted.contains(&id) {
+                return Some(id);
+            }
+        }
+        None
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -195,6 +238,19 @@ impl Generator {
         Some((c, o))
     }
 
+    /// An update of order `order_id`.
+    fn update(&mut self, order_id: i64) -> Op {
+        let at_ms = self.tick();
+        Op::UpdateOrder {
+            order_id,
+            status: STATUSES[usize::try_from(self.below(4)).expect("small")],
+            amount: 100 + Cents::try_from(self.below(2_000_000)).expect("small"),
+            quantity: 1 + i32::try_from(self.below(40)).expect("small"),
+            note: self.note(),
+            at_ms,
+        }
+    }
+
     /// A new customer (the workload's initial customers).
     ///
     /// # Panics
@@ -214,19 +270,21 @@ impl Generator {
     /// # Panics
     /// Never: indices are drawn below the lengths they index.
     pub fn next_op(&mut self) -> Op {
-        match self.draws.kind() {
+        let kind = self.draws.kind();
+        if matches!(kind, 1 | 2)
+            && let Some(order_id) = self.pick_preloaded()
+        {
+            if kind == 2 {
+                self.preloaded_deleted.insert(order_id);
+                return Op::DeleteOrder { order_id };
+            }
+            return self.update(order_id);
+        }
+        match kind {
             1 => match self.pick_order() {
                 Some((c, o)) => {
                     let order_id = self.customers[c].1[o];
-                    let at_ms = self.tick();
-                    Op::UpdateOrder {
-                        order_id,
-                        status: STATUSES[usize::try_from(self.below(4)).expect("small")],
-                        amount: 100 + Cents::try_from(self.below(2_000_000)).expect("small"),
-                        quantity: 1 + i32::try_from(self.below(40)).expect("small"),
-                        note: self.note(),
-                        at_ms,
-                    }
+                    self.update(order_id)
                 }
                 None => self.insert(),
             },
@@ -295,6 +353,47 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// With a preload, updates and deletes reach preloaded orders spread
+    /// over the whole table, each connection only its own, a deleted one
+    /// never again; the order ids a connection inserts stay its own.
+    #[test]
+    fn preloaded_orders_are_updated_and_deleted_by_their_connection() {
+        use super::super::preload::PRELOAD_BASE;
+        let preloaded = 1_000_000u64;
+        for connection in 0..4u64 {
+            let mut generator =
+                Generator::new(5, connection, 4, MIX).with_preload(preloaded);
+            let (mut updated, mut deleted) = (Vec::new(), std::collections::HashSet::new());
+            for _ in 0..4000 {
+                match generator.next_op() {
+                    Op::UpdateOrder { order_id, .. } if order_id >= PRELOAD_BASE => {
+                        assert!(!deleted.contains(&order_id), "{order_id} updated after its delete");
+                        updated.push(u64::try_from(order_id - PRELOAD_BASE).unwrap());
+                    }
+                    Op::DeleteOrder { order_id } if order_id >= PRELOAD_BASE => {
+                        assert!(deleted.insert(order_id), "{order_id} deleted twice");
+                    }
+                    _ => {}
+                }
+            }
+            assert!(updated.len() > 300, "{} preloaded updates", updated.len());
+            assert!(!deleted.is_empty());
+            for i in &updated {
+                assert_eq!(i % 4, connection, "owned by its connection");
+                assert!(*i < preloaded);
+            }
+            // Spread over the table, not clustered at its start.
+            assert!(updated.iter().any(|i| *i > preloaded / 2));
+            assert!(updated.iter().any(|i| *i < preloaded / 2));
+        }
+        // Without a preload, the operations are exactly those of before.
+        let mut plain = Generator::new(3, 1, 4, MIX);
+        let mut zero = Generator::new(3, 1, 4, MIX).with_preload(0);
+        for _ in 0..500 {
+            assert_eq!(plain.next_op().to_string(), zero.next_op().to_string());
         }
     }
 

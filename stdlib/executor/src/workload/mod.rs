@@ -5,12 +5,14 @@
 pub mod capture;
 pub mod generator;
 pub mod op;
+pub mod preload;
 pub mod runner;
 pub mod schema;
 pub mod tables;
 
-pub use capture::capture;
+pub use capture::{Capture, Captured, capture};
 pub use generator::Generator;
 pub use op::Op;
+pub use preload::preload;
 pub use runner::{Streams, WorkloadReport, run};
 pub use schema::ddl;

@@ -129,7 +129,9 @@ impl Streams {
         let tables = Arc::new(plan.tables.clone());
         let stream = |c| {
             if tables.is_empty() {
-                Stream::Orders(Generator::new(seed, c, connections, mix(plan)))
+                Stream::Orders(
+                    Generator::new(seed, c, connections, mix(plan)).with_preload(plan.preload),
+                )
             } else {
                 let g = TableGenerator::new(tables.clone(), seed, c, connections, mix(plan));
                 Stream::Tables(g, tables.clone())
