@@ -663,13 +663,39 @@ async fn state_rows(table: &Table, path: &str, shared: &Arc<str>) -> Result<Vec<
 
 /// The live data files of `table` with their data sequence numbers.
 async fn live_data_files(table: &Table) -> Result<Vec<(String, i64)>> {
-    Ok(lossproof_runtime::lake::live_files(table)
+    let live = lossproof_runtime::lake::live_files(table)
         .await
-        .map_err(Error::iceberg(table.identifier().to_string()))?
+        .map_err(Error::iceberg(table.identifier().to_string()))?;
+    for file in &live {
+        foreign(table, &file.path, file.content)?;
+    }
+    Ok(live
         .into_iter()
         .filter(|f| f.content == DataContentType::Data)
         .map(|f| (f.path, f.sequence_number.unwrap_or(0)))
         .collect())
+}
+
+/// This consumer writes data files and Parquet position deletes only: an
+/// equality delete or a deletion vector in its tables came from another
+/// writer, and its rows' positions cannot be trusted.
+fn foreign(table: &Table, path: &str, content: DataContentType) -> Result<()> {
+    let puffin = std::path::Path::new(path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("puffin"));
+    if content == DataContentType::EqualityDeletes || puffin {
+        return Err(Error::Refused(format!(
+            "{}: {path} is {} this consumer never writes: another writer changed the table; \
+             rebuild it (--rebuild) instead of guessing where its rows are",
+            table.identifier(),
+            if puffin {
+                "a deletion vector"
+            } else {
+                "an equality delete file"
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// The data files snapshot `snapshot` of `table` added.
@@ -696,17 +722,15 @@ async fn added_data_files(table: &Table, snapshot: i64) -> Result<Vec<String>> {
             .load_manifest(table.file_io())
             .await
             .map_err(iceberg)?;
-        out.extend(
-            manifest
-                .entries()
-                .iter()
-                .filter(|e| {
-                    e.status() == ManifestStatus::Added
-                        && e.snapshot_id() == Some(snapshot.snapshot_id())
-                        && e.data_file().content_type() == DataContentType::Data
-                })
-                .map(|e| e.file_path().to_owned()),
-        );
+        for entry in manifest.entries().iter().filter(|e| {
+            e.status() == ManifestStatus::Added && e.snapshot_id() == Some(snapshot.snapshot_id())
+        }) {
+            let content = entry.data_file().content_type();
+            foreign(table, entry.file_path(), content)?;
+            if content == DataContentType::Data {
+                out.push(entry.file_path().to_owned());
+            }
+        }
     }
     Ok(out)
 }
