@@ -51,8 +51,9 @@ pub(super) async fn drain(
 }
 
 /// Wait until the connector's initial snapshot of a preload reached every
-/// consumer's lake (each consumer on its own, side by side), bounded by two
-/// minutes plus a minute per 100,000 preloaded orders; how long each took
+/// consumer's lake (each consumer on its own, side by side), bounded by
+/// five minutes plus three per 100,000 preloaded orders (a debug build's
+/// consumers take about one per 100,000 at batch 10,000); how long each took
 /// from now (set-up just started the connector and the consumers).
 pub(super) async fn snapshot_reached(
     seed: &Seed<'_>,
@@ -61,7 +62,7 @@ pub(super) async fn snapshot_reached(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<super::record::SnapshotRecord> {
     let started = std::time::Instant::now();
-    let limit = Duration::from_mins(2) + Duration::from_mins(preloaded.orders / 100_000);
+    let limit = Duration::from_mins(5) + Duration::from_mins(3 * preloaded.orders / 100_000);
     // The snapshot is in Kafka once every topic holds a read record per
     // preloaded row (nothing else writes to them before the phases).
     let topics = lossproof_consumers::topics(&seed.names, &seed.workload);
