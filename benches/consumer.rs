@@ -230,7 +230,8 @@ async fn pair(
         registry: lossproof_runtime::profile::Http::plain(ports.registry),
         namespace: format!("bench_correct_{tag}"),
         table_prefix: String::new(),
-        index_dir: std::env::temp_dir().join(format!("lossproof-bench-index-{}", std::process::id())),
+        index_dir: std::env::temp_dir()
+            .join(format!("lossproof-bench-index-{}", std::process::id())),
         workload: workload_sig,
         topics: topics.to_vec(),
         group: format!("lossproof-bench-correct-{tag}"),
@@ -370,12 +371,29 @@ async fn sized(
         )
         .await?;
         let lsn = debezium::current_lsn(source).await?;
-        debezium::wait_drained(connect, &names, source, lsn, Duration::from_mins(10 + n / 100_000))
-            .await?
-            .map_err(|e| format!("the snapshot did not drain: {e}"))?;
+        debezium::wait_drained(
+            connect,
+            &names,
+            source,
+            lsn,
+            Duration::from_mins(10 + n / 100_000),
+        )
+        .await?
+        .map_err(|e| format!("the snapshot did not drain: {e}"))?;
         let topics = consumer::topics(&names, lossproof_vocabulary::workloads::orders());
         let snapshot = raw_read(ports.broker, &topics)?;
-        let size = Size::measure(&lake, &ports, &names, &topics, n, snapshot.total, (seconds, rate), source, connect).await;
+        let size = Size::measure(
+            &lake,
+            &ports,
+            &names,
+            &topics,
+            n,
+            snapshot.total,
+            (seconds, rate),
+            source,
+            connect,
+        )
+        .await;
         debezium::remove(connect, &names, source).await?;
         let size = size?;
         complete &= size.complete;
@@ -384,8 +402,18 @@ async fn sized(
     println!();
     println!(
         "{:>10} {:>9} {:>11} {:>11} {:>9} {:>13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "rows", "consumer", "snap rec/s", "chg rec/s", "batches", "ms mean/p50", "ms p99", "peak MB", "raw rec/s",
-        "ready s", "rebuild s", "preload s"
+        "rows",
+        "consumer",
+        "snap rec/s",
+        "chg rec/s",
+        "batches",
+        "ms mean/p50",
+        "ms p99",
+        "peak MB",
+        "raw rec/s",
+        "ready s",
+        "rebuild s",
+        "preload s"
     );
     for (n, preloaded, raw, size) in &lines {
         for side in [&size.correct, &size.careless] {
@@ -418,7 +446,11 @@ async fn sized(
             last.0,
             first.0,
             large / small,
-            if large / small <= 1.5 { "met" } else { "not met" }
+            if large / small <= 1.5 {
+                "met"
+            } else {
+                "not met"
+            }
         );
     }
     Ok(complete)
@@ -509,7 +541,11 @@ impl Size {
         .await?;
         let careless_snapshot = wrong.records as f64 / started.elapsed().as_secs_f64();
         let careless_peak = peak_rss_mb();
-        commit_group_at_end(ports.broker, &format!("lossproof-bench-careless-{tag}"), topics)?;
+        commit_group_at_end(
+            ports.broker,
+            &format!("lossproof-bench-careless-{tag}"),
+            topics,
+        )?;
 
         // The change stream, at batch 500.
         eprintln!("bench: {n} rows: {seconds}s of changes at {rate}/s …");
@@ -532,9 +568,15 @@ impl Size {
             Duration::from_secs(seconds),
         )
         .await?;
-        debezium::wait_drained(connect, names, source, report.final_lsn, Duration::from_mins(2))
-            .await?
-            .map_err(|e| format!("the stream did not drain: {e}"))?;
+        debezium::wait_drained(
+            connect,
+            names,
+            source,
+            report.final_lsn,
+            Duration::from_mins(2),
+        )
+        .await?
+        .map_err(|e| format!("the stream did not drain: {e}"))?;
         let all = raw_read(ports.broker, topics)?;
         let changes = all.total - snapshot_records;
         eprintln!("bench: {n} rows: {changes} change records; both consumers at batch 500 …");

@@ -726,10 +726,8 @@ async fn email_ids(lake: &Lake, run: &Run) -> (Option<i32>, Option<i32>) {
 async fn readers_read_exactly(lake: &Lake, run: &Run) {
     let mut metadata = serde_json::Map::new();
     for table in ["customers", "orders", "order_items"] {
-        let ident = iceberg::TableIdent::new(
-            iceberg::NamespaceIdent::new(namespace(run)),
-            table.into(),
-        );
+        let ident =
+            iceberg::TableIdent::new(iceberg::NamespaceIdent::new(namespace(run)), table.into());
         let loaded = iceberg::Catalog::load_table(lake.catalog(), &ident)
             .await
             .unwrap();
@@ -775,14 +773,16 @@ async fn readers_read_exactly(lake: &Lake, run: &Run) {
             .collect();
         source.sort();
         for (reader, read) in [("pyiceberg", &by_pyiceberg), ("duckdb", &by_duckdb)] {
-            let lake_rows: Vec<Vec<String>> =
-                serde_json::from_value(read[table].clone()).unwrap();
+            let lake_rows: Vec<Vec<String>> = serde_json::from_value(read[table].clone()).unwrap();
             assert_eq!(
                 lake_rows.len(),
                 source.len(),
                 "{table}: {reader}'s row count"
             );
-            assert_eq!(lake_rows, source, "{table}: {reader} reads the source's rows");
+            assert_eq!(
+                lake_rows, source,
+                "{table}: {reader} reads the source's rows"
+            );
         }
     }
 }

@@ -99,14 +99,19 @@ pub(crate) fn rows(q: &Quantity) -> Result<u64, Diagnostic> {
             return Err(Code::WrongUnit
                 .at(q.span, format!("`{}` is not a number of rows", q.text()))
                 .label("expected a number of rows")
-                .help("write a plain number, or use `k` (thousand) or `M` (million): `250k`, `1.5M`"));
+                .help(
+                    "write a plain number, or use `k` (thousand) or `M` (million): `250k`, `1.5M`",
+                ));
         }
     };
     let (digits, scale) = exact(&q.number).ok_or_else(|| too_big(q))?;
     let scaled = digits.checked_mul(factor).ok_or_else(|| too_big(q))?;
     if scaled % scale != 0 {
         return Err(Code::BadNumber
-            .at(q.span, format!("`{}` is not a whole number of rows", q.text()))
+            .at(
+                q.span,
+                format!("`{}` is not a whole number of rows", q.text()),
+            )
             .label("a fraction of a row"));
     }
     u64::try_from(scaled / scale).map_err(|_| too_big(q))

@@ -386,10 +386,11 @@ impl Words {
                 }
             }
         }
-        let mut workload_params: Vec<String> = ["rate", "connections", "customers", "rows", "mix", "preload"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        let mut workload_params: Vec<String> =
+            ["rate", "connections", "customers", "rows", "mix", "preload"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
         for workload in vocab.workloads() {
             for op in workload.operations {
                 push(&mut workload_params, op);

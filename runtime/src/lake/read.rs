@@ -149,7 +149,10 @@ async fn read_task(
     if let Some(why) = task.deletes.iter().find_map(unreadable) {
         return Err(iceberg::Error::new(
             iceberg::ErrorKind::FeatureUnsupported,
-            format!("{}: {why}; refusing to read the table rather than count it wrong", task.data_file_path),
+            format!(
+                "{}: {why}; refusing to read the table rather than count it wrong",
+                task.data_file_path
+            ),
         ));
     }
     let (equality, others): (Vec<_>, Vec<_>) = std::mem::take(&mut task.deletes)
@@ -308,7 +311,10 @@ mod tests {
             DataContentType::PositionDeletes,
         ))
         .unwrap();
-        assert!(why.contains("00001-dv.puffin") && why.contains("deletion vector"), "{why}");
+        assert!(
+            why.contains("00001-dv.puffin") && why.contains("deletion vector"),
+            "{why}"
+        );
         for (path, kind) in [
             ("/lake/t/data/pos.parquet", DataContentType::PositionDeletes),
             ("/lake/t/data/eq.parquet", DataContentType::EqualityDeletes),

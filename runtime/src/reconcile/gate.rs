@@ -264,10 +264,7 @@ pub fn partitions_of<C: rdkafka::consumer::ConsumerContext>(
 
 /// Each partition of `topic` with its end offset.
 /// Each partition of `topic` with its end offset now.
-pub async fn ends(
-    kafka: &crate::profile::Kafka,
-    topic: &str,
-) -> Result<Vec<(i32, i64)>, Invalid> {
+pub async fn ends(kafka: &crate::profile::Kafka, topic: &str) -> Result<Vec<(i32, i64)>, Invalid> {
     let topic = topic.to_owned();
     let config = kafka.client_config();
     tokio::task::spawn_blocking(move || {

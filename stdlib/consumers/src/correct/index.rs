@@ -107,7 +107,11 @@ impl Entry {
                 put(&[1]);
                 put(&a.position.after_commit.to_le_bytes());
                 put(&a.position.lsn.to_le_bytes());
-                put(&[a.position.rank, u8::from(a.deleted), u8::from(a.tx_id.is_some())]);
+                put(&[
+                    a.position.rank,
+                    u8::from(a.deleted),
+                    u8::from(a.tx_id.is_some()),
+                ]);
                 put(&a.tx_id.unwrap_or(0).to_le_bytes());
                 put(&state.file.to_le_bytes());
                 put(&state.pos.to_le_bytes());
@@ -208,9 +212,8 @@ impl KeyIndex {
     /// Open (or create) the index file at `path`.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Error::Index(format!("cannot create {}: {e}", parent.display()))
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::Index(format!("cannot create {}: {e}", parent.display())))?;
         }
         let db = redb::Database::builder()
             .set_cache_size(CACHE_BYTES)
@@ -572,7 +575,10 @@ async fn data_rows(
     let names: Vec<&str> = columns.iter().map(String::as_str).collect();
     let batches = lossproof_runtime::lake::read::file_rows(followed.table, path, &names)
         .await
-        .map_err(Error::iceberg(format!("{}: {path}", followed.table.identifier())))?;
+        .map_err(Error::iceberg(format!(
+            "{}: {path}",
+            followed.table.identifier()
+        )))?;
     let mut out = Vec::new();
     for batch in batches {
         for key in row_keys(&batch, columns)? {
@@ -809,7 +815,10 @@ mod tests {
             ])
             .unwrap();
         let got = index.get_many("orders", &["1", "2", "3"]).unwrap();
-        assert_eq!(index.path_of(got[0].live_row().unwrap().file).unwrap(), "f2");
+        assert_eq!(
+            index.path_of(got[0].live_row().unwrap().file).unwrap(),
+            "f2"
+        );
         assert_eq!(got[0].position(), Some(applied(10, false).position));
         assert_eq!(got[1].live_row(), None, "deleted: no live row");
         assert!(got[1].row.is_some());
@@ -829,7 +838,10 @@ mod tests {
         assert_eq!(index.synced("orders").unwrap(), Some(("u".into(), 42)));
         index.clear().unwrap();
         assert_eq!(index.synced("orders").unwrap(), None);
-        assert_eq!(index.get_many("orders", &["1"]).unwrap()[0], Entry::default());
+        assert_eq!(
+            index.get_many("orders", &["1"]).unwrap()[0],
+            Entry::default()
+        );
         index.apply(&[row("9", "f9", 4)]).unwrap();
         let got = index.get_many("orders", &["9"]).unwrap()[0];
         assert_eq!(index.path_of(got.row.unwrap().file).unwrap(), "f9");

@@ -947,14 +947,14 @@ async fn merge(
             )))?
     };
     let keys = upserts.iter().map(|(k, _)| (*k).clone());
-    merges
-        .index
-        .extend(located(&files, keys)?.map(|(key, path, pos)| index::Write::Row {
+    merges.index.extend(
+        located(&files, keys)?.map(|(key, path, pos)| index::Write::Row {
             table: name.clone(),
             key,
             path,
             pos,
-        }));
+        }),
+    );
     files.extend(
         write_position_deletes(&table.table, deletes)
             .await
@@ -964,9 +964,10 @@ async fn merge(
             )))?,
     );
     report.time.write += started.elapsed();
-    merges
-        .commits
-        .push((t, Commit::row_delta(files).with_properties(news.properties())));
+    merges.commits.push((
+        t,
+        Commit::row_delta(files).with_properties(news.properties()),
+    ));
     Ok(())
 }
 
@@ -995,7 +996,10 @@ fn located(
     files: &[iceberg::spec::DataFile],
     keys: impl ExactSizeIterator<Item = std::sync::Arc<str>>,
 ) -> Result<impl Iterator<Item = (std::sync::Arc<str>, std::sync::Arc<str>, u64)>, crate::Error> {
-    let written: u64 = files.iter().map(iceberg::spec::DataFile::record_count).sum();
+    let written: u64 = files
+        .iter()
+        .map(iceberg::spec::DataFile::record_count)
+        .sum();
     if written != keys.len() as u64 {
         return Err(crate::Error::Corrupt(format!(
             "{} rows written, {written} in the files",
@@ -1089,11 +1093,14 @@ async fn bookkeeping(
         });
     }
     state_files.extend(
-        write_position_deletes(&state.state_table, std::mem::take(&mut merges.state_deletes))
-            .await
-            .map_err(crate::Error::iceberg(format!(
-                "{STATE_TABLE}: position deletes"
-            )))?,
+        write_position_deletes(
+            &state.state_table,
+            std::mem::take(&mut merges.state_deletes),
+        )
+        .await
+        .map_err(crate::Error::iceberg(format!(
+            "{STATE_TABLE}: position deletes"
+        )))?,
     );
     report.time.write += started.elapsed();
     let dead_files = if dead.is_empty() {
@@ -1466,7 +1473,13 @@ async fn fold_state(
             .state_table
             .metadata()
             .current_snapshot()
-            .and_then(|s| s.summary().additional_properties.get(name)?.parse::<u64>().ok())
+            .and_then(|s| {
+                s.summary()
+                    .additional_properties
+                    .get(name)?
+                    .parse::<u64>()
+                    .ok()
+            })
             .unwrap_or(0)
     };
     let dead = count("total-position-deletes");

@@ -438,7 +438,13 @@ pub fn live_rows(table: &Table) -> u64 {
         table
             .metadata()
             .current_snapshot()
-            .and_then(|s| s.summary().additional_properties.get(name)?.parse::<u64>().ok())
+            .and_then(|s| {
+                s.summary()
+                    .additional_properties
+                    .get(name)?
+                    .parse::<u64>()
+                    .ok()
+            })
             .unwrap_or(0)
     };
     count("total-records").saturating_sub(count("total-position-deletes"))
@@ -465,7 +471,10 @@ impl TableState {
         let path = index.path_of(row.file)?;
         let batches = lossproof_runtime::lake::read::file_rows(&self.table, &path, &[column])
             .await
-            .map_err(Error::iceberg(format!("{}: {path}", self.table.identifier())))?;
+            .map_err(Error::iceberg(format!(
+                "{}: {path}",
+                self.table.identifier()
+            )))?;
         let mut at = usize::try_from(row.pos).unwrap_or(usize::MAX);
         for batch in batches {
             if at >= batch.num_rows() {
@@ -480,7 +489,9 @@ impl TableState {
             }
             return Ok(match values.as_string_opt::<i32>() {
                 Some(v) => Some(v.value(at).to_owned()),
-                None => values.as_string_opt::<i64>().map(|v| v.value(at).to_owned()),
+                None => values
+                    .as_string_opt::<i64>()
+                    .map(|v| v.value(at).to_owned()),
             });
         }
         Err(Error::Corrupt(format!(

@@ -175,7 +175,8 @@ async fn body(
     );
     // A preload's initial snapshot reaches every lake before the phases.
     if let Some(preloaded) = seed.preloaded.get() {
-        record.snapshot = Some(drain::snapshot_reached(seed, &positions, preloaded, progress).await?);
+        record.snapshot =
+            Some(drain::snapshot_reached(seed, &positions, preloaded, progress).await?);
     }
 
     // 2. Phases: the workload runs, faults fire at their planned offsets.

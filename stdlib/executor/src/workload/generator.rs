@@ -364,13 +364,15 @@ mod tests {
         use super::super::preload::PRELOAD_BASE;
         let preloaded = 1_000_000u64;
         for connection in 0..4u64 {
-            let mut generator =
-                Generator::new(5, connection, 4, MIX).with_preload(preloaded);
+            let mut generator = Generator::new(5, connection, 4, MIX).with_preload(preloaded);
             let (mut updated, mut deleted) = (Vec::new(), std::collections::HashSet::new());
             for _ in 0..4000 {
                 match generator.next_op() {
                     Op::UpdateOrder { order_id, .. } if order_id >= PRELOAD_BASE => {
-                        assert!(!deleted.contains(&order_id), "{order_id} updated after its delete");
+                        assert!(
+                            !deleted.contains(&order_id),
+                            "{order_id} updated after its delete"
+                        );
                         updated.push(u64::try_from(order_id - PRELOAD_BASE).unwrap());
                     }
                     Op::DeleteOrder { order_id } if order_id >= PRELOAD_BASE => {
