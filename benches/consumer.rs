@@ -399,6 +399,17 @@ async fn sized(
         complete &= size.complete;
         lines.push((n, captured.preloaded, snapshot, size));
     }
+    print_sized(&lines);
+    Ok(complete)
+}
+
+/// One size's figures: its rows, what the preload wrote, the raw read of
+/// the snapshot, both consumers.
+type SizeLine = (u64, Option<workload::preload::Preloaded>, RawRead, Size);
+
+/// The table of [`sized`], one line per size and consumer, then the
+/// flatness goal.
+fn print_sized(lines: &[SizeLine]) {
     println!();
     println!(
         "{:>10} {:>9} {:>11} {:>11} {:>9} {:>13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -415,7 +426,7 @@ async fn sized(
         "rebuild s",
         "preload s"
     );
-    for (n, preloaded, raw, size) in &lines {
+    for (n, preloaded, raw, size) in lines {
         for side in [&size.correct, &size.careless] {
             println!(
                 "{n:>10} {:>9} {:>11.0} {:>11.0} {:>9} {:>6.1}/{:<6.1} {:>9.1} {:>9.0} {:>9.0} {:>9} {:>9} {:>9.1}",
@@ -453,7 +464,6 @@ async fn sized(
             }
         );
     }
-    Ok(complete)
 }
 
 /// One consumer at one table size.
