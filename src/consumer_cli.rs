@@ -68,7 +68,7 @@ impl Common {
             names: CaptureNames::for_run(&self.run),
             workload: workload(self.tables.as_deref())?,
             messages,
-            index_dir: stack.state().root().join("index"),
+            index_dir: lossproof_consumers::correct::index::dir(stack.state().root()),
             _stack: stack,
         })
     }

@@ -44,6 +44,13 @@ use super::position::Position;
 use super::state::{Applied, STATE_TABLE, row_keys};
 use crate::error::{Error, Result};
 
+/// Where the key indexes of a stack whose state is in `state_root` live:
+/// `<state>/index/<namespace>/<prefix>keys.redb` ([`super::Config::index_path`]).
+#[must_use]
+pub fn dir(state_root: &Path) -> PathBuf {
+    state_root.join("index")
+}
+
 /// `table \0 key` -> [`Entry`] (fixed-width, [`Entry::encode`]).
 const KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("keys");
 /// File number -> path (locations name files by number).

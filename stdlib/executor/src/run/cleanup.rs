@@ -122,6 +122,15 @@ pub(super) async fn cleanup(traces: &Traces<'_>, drop_data: bool) -> Vec<Error> 
                 if let Err(e) = lake.drop_namespace(&namespace).await {
                     failed.push(Error::iceberg(format!("drop namespace {namespace}"))(e));
                 }
+                // The correct consumer's key index of that namespace (a
+                // cache of what was just dropped).
+                let index =
+                    lossproof_consumers::correct::index::dir(stack.state().root()).join(&namespace);
+                if index.exists()
+                    && let Err(e) = std::fs::remove_dir_all(&index)
+                {
+                    failed.push(Error::io(index.display().to_string())(e));
+                }
             }
         }
         Err(e) => failed.push(e.into()),
