@@ -105,32 +105,14 @@ async fn measure(
     batches: &[usize],
 ) -> BenchResult<bool> {
     let ports = stack.ports()?;
-    let scenario =
-        format!("workload orders rate {rate}/s connections 4 customers 200\nunder load 1s < >");
-    let plan =
-        lossproof_lang::Analyzer::new(&lossproof_vocabulary::Stdlib, &lossproof_lang::NoIncludes)
-            .analyze("bench.lp", &scenario)
-            .plan
-            .ok_or("the bench scenario does not analyse")?
-            .workload;
     eprintln!("bench: workload orders at {rate}/s for {seconds}s (seed 1) …");
-    let report = workload::run(
-        &plan,
-        1,
-        &lossproof_runtime::profile::Source::local(ports.source_postgres),
-        lossproof_runtime::stack::SOURCE_DATABASE,
-        Duration::from_secs(seconds),
+    let report = load_and_drain(
+        &ports,
+        (source, connect, names),
+        "customers 200",
+        (seconds, rate),
     )
     .await?;
-    debezium::wait_drained(
-        connect,
-        names,
-        source,
-        report.final_lsn,
-        Duration::from_mins(2),
-    )
-    .await?
-    .map_err(|e| format!("the stream did not drain: {e}"))?;
     let topics = consumer::topics(names, lossproof_vocabulary::workloads::orders());
     let raw = raw_read(ports.broker, &topics)?;
     let lake = Lake::open(stack.state().root()).await?;
@@ -194,6 +176,42 @@ async fn measure(
         );
     }
     Ok(complete)
+}
+
+/// `seconds` of the orders workload at `rate` (seed 1, with the workload
+/// parameters `params`), then wait until the connector captured all of it.
+async fn load_and_drain(
+    ports: &lossproof_runtime::Ports,
+    (source, connect, names): (&tokio_postgres::Client, &ConnectClient, &CaptureNames),
+    params: &str,
+    (seconds, rate): (u64, u64),
+) -> BenchResult<workload::WorkloadReport> {
+    let scenario =
+        format!("workload orders rate {rate}/s connections 4 {params}\nunder load 1s < >");
+    let plan =
+        lossproof_lang::Analyzer::new(&lossproof_vocabulary::Stdlib, &lossproof_lang::NoIncludes)
+            .analyze("bench.lp", &scenario)
+            .plan
+            .ok_or("the bench scenario does not analyse")?
+            .workload;
+    let report = workload::run(
+        &plan,
+        1,
+        &lossproof_runtime::profile::Source::local(ports.source_postgres),
+        lossproof_runtime::stack::SOURCE_DATABASE,
+        Duration::from_secs(seconds),
+    )
+    .await?;
+    debezium::wait_drained(
+        connect,
+        names,
+        source,
+        report.final_lsn,
+        Duration::from_mins(2),
+    )
+    .await?
+    .map_err(|e| format!("the stream did not drain: {e}"))?;
+    Ok(report)
 }
 
 /// Both consumers over the same records at one batch size.
@@ -559,34 +577,13 @@ impl Size {
 
         // The change stream, at batch 500.
         eprintln!("bench: {n} rows: {seconds}s of changes at {rate}/s …");
-        let scenario = format!(
-            "workload orders rate {rate}/s connections 4 customers 200 preload {n}\nunder load 1s < >"
-        );
-        let plan = lossproof_lang::Analyzer::new(
-            &lossproof_vocabulary::Stdlib,
-            &lossproof_lang::NoIncludes,
-        )
-        .analyze("bench.lp", &scenario)
-        .plan
-        .ok_or("the bench scenario does not analyse")?
-        .workload;
-        let report = workload::run(
-            &plan,
-            1,
-            &lossproof_runtime::profile::Source::local(ports.source_postgres),
-            lossproof_runtime::stack::SOURCE_DATABASE,
-            Duration::from_secs(seconds),
+        load_and_drain(
+            ports,
+            (source, connect, names),
+            &format!("customers 200 preload {n}"),
+            (seconds, rate),
         )
         .await?;
-        debezium::wait_drained(
-            connect,
-            names,
-            source,
-            report.final_lsn,
-            Duration::from_mins(2),
-        )
-        .await?
-        .map_err(|e| format!("the stream did not drain: {e}"))?;
         let all = raw_read(ports.broker, topics)?;
         let changes = all.total - snapshot_records;
         eprintln!("bench: {n} rows: {changes} change records; both consumers at batch 500 …");

@@ -822,21 +822,13 @@ for t, key in {TABLE_KEYS}:
 print(json.dumps(out))
 "#
     );
-    let output = std::process::Command::new("timeout")
-        .args(["-k", "5", "300"])
-        .arg(&python)
-        .args(["-c", &script, &metadata.to_string()])
-        .output()
-        .expect("run duckdb");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "duckdb script failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    crate::lake::python_json(
+        "duckdb",
+        &python,
+        "300",
+        &["-c", &script, &metadata.to_string()],
+        &[],
+    )
 }
 
 #[allow(clippy::too_many_lines)] // one run: junk, a kill, then racing compactions

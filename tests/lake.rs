@@ -224,21 +224,41 @@ pub(crate) fn pyiceberg(lake: &Lake, script: &str) -> Value {
         "{} is missing: run `bash runtime/bootstrap.sh`",
         python.display()
     );
+    python_json(
+        "pyiceberg",
+        &python,
+        PYTHON_LIMIT_S,
+        &["-c", script],
+        &[
+            ("LAKE_CATALOG", lake::CATALOG_NAME.to_owned()),
+            ("LAKE_URI", lake.pyiceberg_uri()),
+            ("LAKE_WAREHOUSE", lake.warehouse_uri()),
+            ("LAKE_DB", lake.catalog_db().to_string_lossy().into_owned()),
+            ("ROWS", rows_json().to_string()),
+        ],
+    )
+}
+
+/// Run `python ARGS…` with `env`, bounded by `limit_s` seconds; it must
+/// succeed, and its last stdout line is JSON (`what` names it in failures).
+pub(crate) fn python_json(
+    what: &str,
+    python: &std::path::Path,
+    limit_s: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> Value {
     let output = Command::new("timeout")
-        .args(["-k", "5", PYTHON_LIMIT_S])
-        .arg(&python)
-        .args(["-c", script])
-        .env("LAKE_CATALOG", lake::CATALOG_NAME)
-        .env("LAKE_URI", lake.pyiceberg_uri())
-        .env("LAKE_WAREHOUSE", lake.warehouse_uri())
-        .env("LAKE_DB", lake.catalog_db())
-        .env("ROWS", rows_json().to_string())
+        .args(["-k", "5", limit_s])
+        .arg(python)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
-        .expect("run pyiceberg");
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "pyiceberg script failed ({}):\n{stdout}\n{}",
+        "{what} script failed ({}):\n{stdout}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );

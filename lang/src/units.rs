@@ -35,16 +35,28 @@ pub(crate) fn duration_ms(q: &Quantity) -> Result<u64, Diagnostic> {
         Some("h") => 3_600_000,
         Some(_) => return Err(wrong(q, "a duration", "`ms`, `s`, `m`, `h`")),
     };
-    let (digits, scale) = exact(&q.number).ok_or_else(|| too_big(q))?;
-    let scaled = digits.checked_mul(factor).ok_or_else(|| too_big(q))?;
-    if scaled % scale != 0 {
-        return Err(Code::BadNumber
+    whole(q, factor, || {
+        Code::BadNumber
             .at(
                 q.span,
                 format!("`{}` is not a whole number of milliseconds", q.text()),
             )
             .label("finer than 1ms")
-            .help("lossproof schedules in whole milliseconds"));
+            .help("lossproof schedules in whole milliseconds")
+    })
+}
+
+/// `q`'s number times `factor`, exactly; `fraction` when that is not a
+/// whole number.
+fn whole(
+    q: &Quantity,
+    factor: u128,
+    fraction: impl FnOnce() -> Diagnostic,
+) -> Result<u64, Diagnostic> {
+    let (digits, scale) = exact(&q.number).ok_or_else(|| too_big(q))?;
+    let scaled = digits.checked_mul(factor).ok_or_else(|| too_big(q))?;
+    if scaled % scale != 0 {
+        return Err(fraction());
     }
     u64::try_from(scaled / scale).map_err(|_| too_big(q))
 }
@@ -104,17 +116,14 @@ pub(crate) fn rows(q: &Quantity) -> Result<u64, Diagnostic> {
                 ));
         }
     };
-    let (digits, scale) = exact(&q.number).ok_or_else(|| too_big(q))?;
-    let scaled = digits.checked_mul(factor).ok_or_else(|| too_big(q))?;
-    if scaled % scale != 0 {
-        return Err(Code::BadNumber
+    whole(q, factor, || {
+        Code::BadNumber
             .at(
                 q.span,
                 format!("`{}` is not a whole number of rows", q.text()),
             )
-            .label("a fraction of a row"));
-    }
-    u64::try_from(scaled / scale).map_err(|_| too_big(q))
+            .label("a fraction of a row")
+    })
 }
 
 fn too_big(q: &Quantity) -> Diagnostic {

@@ -311,6 +311,25 @@ impl KeyIndex {
                     .map_err(|e| redb_error("paths")(&e))?;
                 Ok(next)
             };
+            // One key's entry read, changed at the location `path`/`pos`
+            // names, written back.
+            let mut update = |table: &str,
+                              key: &str,
+                              (path, pos): (&str, u64),
+                              change: &dyn Fn(&mut Entry, Location)|
+             -> Result<()> {
+                let location = Location {
+                    file: number(path)?,
+                    pos,
+                };
+                let k = key_bytes(table, key);
+                let mut entry = get(&entries, &k)?;
+                change(&mut entry, location);
+                entries
+                    .insert(k.as_slice(), entry.encode().as_slice())
+                    .map_err(|e| redb_error("keys")(&e))?;
+                Ok(())
+            };
             for write in writes {
                 match write {
                     Write::Row {
@@ -318,30 +337,16 @@ impl KeyIndex {
                         key,
                         path,
                         pos,
-                    } => {
-                        let file = number(path)?;
-                        let k = key_bytes(table, key);
-                        let mut entry = get(&entries, &k)?;
-                        entry.row = Some(Location { file, pos: *pos });
-                        entries
-                            .insert(k.as_slice(), entry.encode().as_slice())
-                            .map_err(|e| redb_error("keys")(&e))?;
-                    }
+                    } => update(table, key, (path, *pos), &|entry, at| entry.row = Some(at))?,
                     Write::Applied {
                         table,
                         key,
                         applied,
                         path,
                         pos,
-                    } => {
-                        let file = number(path)?;
-                        let k = key_bytes(table, key);
-                        let mut entry = get(&entries, &k)?;
-                        entry.applied = Some((*applied, Location { file, pos: *pos }));
-                        entries
-                            .insert(k.as_slice(), entry.encode().as_slice())
-                            .map_err(|e| redb_error("keys")(&e))?;
-                    }
+                    } => update(table, key, (path, *pos), &|entry, at| {
+                        entry.applied = Some((*applied, at));
+                    })?,
                     Write::Synced {
                         table,
                         uuid,

@@ -1468,22 +1468,8 @@ async fn fold_state(
     state: &mut LakeState,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), Fatal> {
-    let count = |name: &str| {
-        state
-            .state_table
-            .metadata()
-            .current_snapshot()
-            .and_then(|s| {
-                s.summary()
-                    .additional_properties
-                    .get(name)?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    let dead = count("total-position-deletes");
-    let live = count("total-records").saturating_sub(dead);
+    let dead = state::summary_count(&state.state_table, "total-position-deletes");
+    let live = state::live_rows(&state.state_table);
     if dead < live.max(STATE_FOLD_MIN_DEAD) {
         return Ok(());
     }

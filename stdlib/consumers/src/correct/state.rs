@@ -434,20 +434,25 @@ fn parse_positions(
 /// (records minus position deletes; 0 without a snapshot).
 #[must_use]
 pub fn live_rows(table: &Table) -> u64 {
-    let count = |name: &str| {
-        table
-            .metadata()
-            .current_snapshot()
-            .and_then(|s| {
-                s.summary()
-                    .additional_properties
-                    .get(name)?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    count("total-records").saturating_sub(count("total-position-deletes"))
+    summary_count(table, "total-records")
+        .saturating_sub(summary_count(table, "total-position-deletes"))
+}
+
+/// A count of `table`'s current snapshot summary (`total-records`,
+/// `total-position-deletes`; 0 when absent).
+#[must_use]
+pub fn summary_count(table: &Table, name: &str) -> u64 {
+    table
+        .metadata()
+        .current_snapshot()
+        .and_then(|s| {
+            s.summary()
+                .additional_properties
+                .get(name)?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0)
 }
 
 pub async fn load(lake: &Lake, ns: &NamespaceIdent, name: &str) -> Result<Table> {
