@@ -63,29 +63,14 @@ pub(super) async fn snapshot_reached(
 ) -> Result<super::record::SnapshotRecord> {
     let started = std::time::Instant::now();
     let limit = Duration::from_mins(5) + Duration::from_mins(3 * preloaded.orders / 100_000);
-    // The snapshot is in Kafka once every topic holds a read record per
-    // preloaded row (nothing else writes to them before the phases).
     let topics = lossproof_consumers::topics(&seed.names, &seed.workload);
-    let expected = [preloaded.customers, preloaded.orders, preloaded.items];
-    for (topic, rows) in topics.iter().zip(expected) {
-        loop {
-            let end: i64 = gate::ends(&seed.endpoints.kafka, topic)
-                .await?
-                .iter()
-                .map(|(_, end)| end)
-                .sum();
-            if u64::try_from(end).unwrap_or(0) >= rows {
-                break;
-            }
-            if started.elapsed() > limit {
-                return Err(Error::Refused(format!(
-                    "the connector's snapshot did not reach {topic} within {} s: {end} of {rows} rows",
-                    limit.as_secs()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
+    crate::workload::preload::wait_in_topics(
+        &seed.endpoints.kafka,
+        &topics,
+        preloaded,
+        started + limit,
+    )
+    .await?;
     let lsn = debezium::current_lsn(&seed.source).await?;
     let each = positions.iter().map(|position| async move {
         gate::wait_scoreable(

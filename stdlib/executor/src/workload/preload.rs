@@ -40,6 +40,39 @@ pub struct Preloaded {
     pub elapsed: Duration,
 }
 
+/// Wait until the connector's initial snapshot of a preload is in Kafka:
+/// `topics` (customers, orders, order_items, as
+/// `lossproof_consumers::topics` names them) hold a record per preloaded
+/// row (nothing else writes to them before the load starts). Checked every
+/// 250 ms until `deadline`, then refused with how far the snapshot got.
+pub async fn wait_in_topics(
+    kafka: &lossproof_runtime::profile::Kafka,
+    topics: &[String],
+    preloaded: &Preloaded,
+    deadline: Instant,
+) -> Result<()> {
+    let expected = [preloaded.customers, preloaded.orders, preloaded.items];
+    for (topic, rows) in topics.iter().zip(expected) {
+        loop {
+            let end: i64 = lossproof_runtime::reconcile::gate::ends(kafka, topic)
+                .await?
+                .iter()
+                .map(|(_, end)| end)
+                .sum();
+            if u64::try_from(end).unwrap_or(0) >= rows {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Refused(format!(
+                    "the connector's snapshot did not reach {topic} in time: {end} of {rows} rows"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    Ok(())
+}
+
 /// How many customers `orders` preloaded orders belong to.
 #[must_use]
 pub fn customers_for(orders: u64) -> u64 {
