@@ -467,8 +467,12 @@ fn print_sized(lines: &[SizeLine]) {
                 percentile(&side.batch_ms, 0.99),
                 side.batch_ms.len(),
                 side.peak_mb,
-                side.ready.map_or("-".to_owned(), |s| format!("{s:.2}")),
-                side.rebuilt.map_or("-".to_owned(), |s| format!("{s:.1}")),
+                side.restarts
+                    .as_ref()
+                    .map_or("-".to_owned(), |r| format!("{:.2}", r.ready)),
+                side.restarts
+                    .as_ref()
+                    .map_or("-".to_owned(), |r| format!("{:.1}", r.rebuilt)),
                 preloaded.map_or(0.0, |p| p.elapsed.as_secs_f64()),
             );
         }
@@ -477,7 +481,8 @@ fn print_sized(lines: &[SizeLine]) {
         "(snap: the connector's initial snapshot at batch 10,000, mean ms per batch; chg: the change stream at batch 500)"
     );
     for (n, _, _, size) in lines {
-        if let Some((snapshot, changes)) = size.correct.timing {
+        if let Some(restarts) = &size.correct.restarts {
+            let (snapshot, changes) = restarts.timing;
             for (what, t) in [("snapshot", snapshot), ("changes", changes)] {
                 println!(
                     "{n:>10} correct, {what}: decoding {:.1} s (while the batch before is applied), applying {:.1} s, \
@@ -488,7 +493,7 @@ fn print_sized(lines: &[SizeLine]) {
                     t.commit.as_secs_f64(),
                     t.index.as_secs_f64(),
                     if what == "changes" {
-                        format!("; start to first batch {:.2} s", size.correct.change_ready)
+                        format!("; start to first batch {:.2} s", restarts.change_ready)
                     } else {
                         String::new()
                     }
@@ -509,7 +514,7 @@ fn print_goals(lines: &[SizeLine]) {
     let (right, wrong) = (&size.correct, &size.careless);
     let raw_rate = raw.read as f64 / raw.seconds;
     let flat = mean(&right.batch_ms) / mean(&first.3.correct.batch_ms);
-    let ready = right.ready.unwrap_or(f64::INFINITY);
+    let ready = right.restarts.as_ref().map_or(f64::INFINITY, |r| r.ready);
     println!("goals at {n} rows:");
     let goals = [
         (
@@ -569,12 +574,20 @@ struct Side {
     change_rate: f64,
     batch_ms: Vec<f64>,
     peak_mb: f64,
+    /// The correct consumer's restarts and where its time went.
+    restarts: Option<Restarts>,
+}
+
+/// The correct consumer's figures beyond its rates.
+struct Restarts {
     /// The change stream's run: from its start to its first batch taken.
     change_ready: f64,
-    ready: Option<f64>,
-    rebuilt: Option<f64>,
-    /// Where the correct consumer's time went, snapshot and change stream.
-    timing: Option<(correct::Timing, correct::Timing)>,
+    /// A restart at the topics' end, to ready: the key index in step, then
+    /// lost (rebuilt from the lake).
+    ready: f64,
+    rebuilt: f64,
+    /// Where its time went: the snapshot, the change stream.
+    timing: (correct::Timing, correct::Timing),
 }
 
 /// Both consumers at one table size.
@@ -635,28 +648,20 @@ impl Size {
 
         // The snapshot, at batch 10,000 (a consumer catching up a backlog).
         eprintln!("bench: {n} rows: the snapshot into both lakes …");
-        reset_peak_rss();
-        let started = Instant::now();
-        let right = bounded(Box::pin(correct::run(
+        let right = measured(Box::pin(correct::run(
             lake,
             &correct_config(10_000),
             stop.clone(),
             &progress,
         )))
         .await?;
-        let correct_snapshot = right.records as f64 / started.elapsed().as_secs_f64();
-        let correct_peak = peak_rss_mb();
-        reset_peak_rss();
-        let started = Instant::now();
-        let wrong = bounded(Box::pin(careless::run(
+        let wrong = measured(Box::pin(careless::run(
             lake,
             &careless_config(10_000, snapshot_records),
             stop.clone(),
             &progress,
         )))
         .await?;
-        let careless_snapshot = wrong.records as f64 / started.elapsed().as_secs_f64();
-        let careless_peak = peak_rss_mb();
         commit_group_at_end(
             ports.broker,
             &format!("lossproof-bench-careless-{tag}"),
@@ -675,41 +680,33 @@ impl Size {
         let all = raw_read(ports.broker, topics)?;
         let changes = all.total - snapshot_records;
         eprintln!("bench: {n} rows: {changes} change records; both consumers at batch 500 …");
-        reset_peak_rss();
-        let started = Instant::now();
-        let right_changes = bounded(Box::pin(correct::run(
+        let right_changes = measured(Box::pin(correct::run(
             lake,
             &correct_config(500),
             stop.clone(),
             &progress,
         )))
         .await?;
-        let correct_rate = right_changes.records as f64 / started.elapsed().as_secs_f64();
-        let correct_peak = correct_peak.max(peak_rss_mb());
-        reset_peak_rss();
-        let started = Instant::now();
-        let wrong_changes = bounded(Box::pin(careless::run(
+        let wrong_changes = measured(Box::pin(careless::run(
             lake,
             &careless_config(500, changes),
             stop.clone(),
             &progress,
         )))
         .await?;
-        let careless_rate = wrong_changes.records as f64 / started.elapsed().as_secs_f64();
-        let careless_peak = careless_peak.max(peak_rss_mb());
 
         // A restart at the topics' end, to ready to take its first batch
         // (the consumer made, the lake's state read, the key index checked,
         // partitions assigned): with the key index in step, then lost.
         let config = correct_config(500);
         let restart = || async {
-            let report = bounded(Box::pin(correct::run(
+            let report = measured(Box::pin(correct::run(
                 lake,
                 &config,
                 stop.clone(),
                 &progress,
             )));
-            BenchResult::Ok(report.await?.ready.as_secs_f64())
+            BenchResult::Ok(report.await?.report.ready.as_secs_f64())
         };
         let ready = restart().await?;
         std::fs::remove_file(config.index_path())?;
@@ -718,52 +715,102 @@ impl Size {
         for ns in [&config.namespace, &careless_namespace] {
             let _ = lake.drop_namespace(ns).await;
         }
-        let millis = |times: &[Duration]| -> Vec<f64> {
-            times.iter().map(|t| t.as_secs_f64() * 1000.0).collect()
-        };
         Ok(Self {
-            complete: right.records == snapshot_records
-                && right_changes.records == changes
-                && wrong.errors == 0
-                && wrong_changes.errors == 0,
-            correct: Side {
-                name: "correct",
-                snapshot_rate: correct_snapshot,
-                snapshot_ms: millis(&right.batch_times),
-                change_rate: correct_rate,
-                batch_ms: millis(&right_changes.batch_times),
-                peak_mb: correct_peak,
-                change_ready: right_changes.ready.as_secs_f64(),
-                ready: Some(ready),
-                rebuilt: Some(rebuilt),
-                timing: Some((right.time, right_changes.time)),
-            },
-            careless: Side {
-                name: "careless",
-                snapshot_rate: careless_snapshot,
-                snapshot_ms: millis(&wrong.batch_times),
-                change_rate: careless_rate,
-                batch_ms: millis(&wrong_changes.batch_times),
-                peak_mb: careless_peak,
-                change_ready: 0.0,
-                ready: None,
-                rebuilt: None,
-                timing: None,
-            },
+            complete: right.report.records == snapshot_records
+                && right_changes.report.records == changes
+                && wrong.report.errors == 0
+                && wrong_changes.report.errors == 0,
+            correct: Side::new(
+                "correct",
+                &right,
+                &right_changes,
+                Some(Restarts {
+                    change_ready: right_changes.report.ready.as_secs_f64(),
+                    ready,
+                    rebuilt,
+                    timing: (right.report.time, right_changes.report.time),
+                }),
+            ),
+            careless: Side::new("careless", &wrong, &wrong_changes, None),
         })
     }
 }
 
-/// One consumer run, bounded: a reader that never sees the records it was
-/// told to wait for must not hang the bench (an hour covers a 10M-row
-/// snapshot several times over in an optimised build).
-async fn bounded<T, E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+/// What the bench reads from either consumer's report.
+trait Run {
+    fn records(&self) -> u64;
+    fn batch_times(&self) -> &[Duration];
+}
+
+impl Run for correct::Report {
+    fn records(&self) -> u64 {
+        self.records
+    }
+    fn batch_times(&self) -> &[Duration] {
+        &self.batch_times
+    }
+}
+
+impl Run for careless::Report {
+    fn records(&self) -> u64 {
+        self.records
+    }
+    fn batch_times(&self) -> &[Duration] {
+        &self.batch_times
+    }
+}
+
+impl Side {
+    /// One consumer's snapshot run and change-stream run.
+    fn new<R: Run>(
+        name: &'static str,
+        snapshot: &Measured<R>,
+        changes: &Measured<R>,
+        restarts: Option<Restarts>,
+    ) -> Self {
+        let rate = |run: &Measured<R>| run.report.records() as f64 / run.seconds;
+        let millis = |run: &Measured<R>| -> Vec<f64> {
+            let times = run.report.batch_times().iter();
+            times.map(|t| t.as_secs_f64() * 1000.0).collect()
+        };
+        Self {
+            name,
+            snapshot_rate: rate(snapshot),
+            snapshot_ms: millis(snapshot),
+            change_rate: rate(changes),
+            batch_ms: millis(changes),
+            peak_mb: snapshot.peak_mb.max(changes.peak_mb),
+            restarts,
+        }
+    }
+}
+
+/// A consumer run's report, its wall time and the process's peak RSS
+/// during it.
+struct Measured<T> {
+    report: T,
+    seconds: f64,
+    peak_mb: f64,
+}
+
+/// One consumer run, timed from its start, its peak RSS measured, and
+/// bounded: a reader that never sees the records it was told to wait for
+/// must not hang the bench (an hour covers a 10M-row snapshot several times
+/// over in an optimised build).
+async fn measured<T, E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     run: impl std::future::Future<Output = Result<T, E>>,
-) -> BenchResult<T> {
-    tokio::time::timeout(Duration::from_hours(1), run)
+) -> BenchResult<Measured<T>> {
+    reset_peak_rss();
+    let started = Instant::now();
+    let report = tokio::time::timeout(Duration::from_hours(1), run)
         .await
         .map_err(|_| "a consumer run outlasted its hour")?
-        .map_err(Into::into)
+        .map_err(Into::into)?;
+    Ok(Measured {
+        report,
+        seconds: started.elapsed().as_secs_f64(),
+        peak_mb: peak_rss_mb(),
+    })
 }
 
 /// Commit `group`'s offsets at the end of every partition of `topics` as
