@@ -288,6 +288,7 @@ async fn distributed(job: &Job, workers: &[String]) -> CliResult<Reconciliation>
 }
 
 #[cfg(not(feature = "distributed"))]
+#[allow(clippy::unused_async)] // the same signature as with the feature
 async fn distributed(_: &Job, _: &[String]) -> CliResult<Reconciliation> {
     Err("--workers: this lossproof was built without the `distributed` feature (cargo build --features distributed)".into())
 }

@@ -12,7 +12,8 @@
 //! - type widening accepted and refused per the spec; old files read back;
 //! - snapshot expiry + orphan deletion leave exactly the referenced files;
 //! - summary properties found through parents, and carried forward;
-//! - manifest merging keeps the manifest count bounded;
+//! - manifest merging keeps the manifest count bounded; a writer keeping
+//!   its newest snapshots keeps its metadata bounded;
 //! - the `total-*` summary counts match the live files after every commit;
 //! - pyiceberg reads the result of append, overwrite, widening, compaction
 //!   and maintenance, and refuses equality deletes (as docs/lake.md says).
@@ -1762,6 +1763,58 @@ fn manifest_merging_keeps_the_manifest_count_bounded() {
         assert!(manifests < 10, "merged: {manifests} manifests");
         check_totals(&lake, &table).await;
         assert_eq!(scan(&lake, "orders").await, rows(1..=commits, "a"));
+    });
+}
+
+#[test]
+fn a_writer_keeping_snapshots_bounds_its_metadata() {
+    let state = tempfile::tempdir().expect("temp state dir");
+    tokio().block_on(async {
+        let lake = Lake::open(state.path()).await.expect("lake");
+        let mut table = create(&lake, "orders").await;
+        let keep = 4;
+        let mut most = 0;
+        let mut ids = Vec::new();
+        for id in 1..=20 {
+            let files = write_data_files(&table, vec![batch(&table, &[row(id, "a")])])
+                .await
+                .expect("write");
+            let parent = table.metadata().current_snapshot_id();
+            table = lake
+                .commit(
+                    &table,
+                    Commit::append(files)
+                        .with_properties(HashMap::from([(OFFSETS.to_owned(), id.to_string())]))
+                        .keeping_snapshots(keep),
+                )
+                .await
+                .expect("commit");
+            let meta = table.metadata();
+            most = most.max(meta.snapshots().len());
+            let current = meta.current_snapshot().expect("snapshot");
+            ids.push(current.snapshot_id());
+            // The new snapshot and its parent always stay (a reader one
+            // commit behind, the key index, finds its snapshot).
+            assert_eq!(current.parent_snapshot_id(), parent);
+            assert!(parent.is_none_or(|p| meta.snapshot_by_id(p).is_some()));
+            // The history is the kept snapshots, newest last.
+            assert_eq!(
+                meta.history().last().map(|h| h.snapshot_id),
+                Some(current.snapshot_id())
+            );
+        }
+        assert_eq!(most, keep + keep / 2, "at most 1.5 x keep snapshots");
+        let kept: Vec<i64> = {
+            let mut kept: Vec<_> = table.metadata().snapshots().collect();
+            kept.sort_by_key(|s| s.sequence_number());
+            kept.iter().map(|s| s.snapshot_id()).collect()
+        };
+        assert!(kept.len() >= keep, "{kept:?}");
+        assert_eq!(kept, ids[ids.len() - kept.len()..], "the newest are kept");
+        // Nothing of the table's rows or the writer's properties is lost.
+        assert_eq!(latest_property(&table, OFFSETS), Some("20".to_owned()));
+        check_totals(&lake, &table).await;
+        assert_eq!(scan(&lake, "orders").await, rows(1..=20, "a"));
     });
 }
 

@@ -19,7 +19,10 @@
 //!    `commit.manifest.min-count-to-merge`);
 //! 3. the manifest list, a snapshot whose summary has the `added-*`,
 //!    `deleted-*` and `total-*` counts plus the writer's own properties;
-//! 4. the next `vN-….metadata.json`, then the compare-and-swap.
+//! 4. the next `vN-….metadata.json`, then the compare-and-swap. A writer
+//!    that asked for it ([`Commit::keeping_snapshots`]) expires its older
+//!    snapshots in that same metadata file, so the file (written and read
+//!    at every commit) does not grow with the number of commits.
 //!
 //! Files written for a commit that then conflicts are left for
 //! [`super::Lake::delete_orphan_files`].
@@ -36,7 +39,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use iceberg::{MetadataLocation, TableIdent};
 
-use super::{Lake, unique_prefix};
+use super::{Lake, Retain, unique_prefix};
 
 /// More manifests than this in a snapshot and the small ones are merged
 /// into one (Iceberg Java's `commit.manifest.min-count-to-merge` default).
@@ -55,6 +58,7 @@ pub struct Commit {
     removed: Vec<String>,
     properties: HashMap<String, String>,
     data_sequence_number: Option<i64>,
+    keep_snapshots: Option<usize>,
 }
 
 impl Commit {
@@ -108,6 +112,17 @@ impl Commit {
         self
     }
 
+    /// Expire, in this commit's own metadata, every snapshot but the newest
+    /// `keep` (the new one included; branch and tag heads always stay), once
+    /// the table has half as many again: each metadata file lists at most
+    /// `1.5 * keep` snapshots whatever the number of commits. Files stay on
+    /// disk for [`super::Lake::delete_orphan_files`].
+    #[must_use]
+    pub fn keeping_snapshots(mut self, keep: usize) -> Self {
+        self.keep_snapshots = Some(keep.max(1));
+        self
+    }
+
     fn new(operation: Operation, added: Vec<DataFile>, removed: Vec<String>) -> Self {
         Self {
             operation,
@@ -115,6 +130,7 @@ impl Commit {
             removed,
             properties: HashMap::new(),
             data_sequence_number: None,
+            keep_snapshots: None,
         }
     }
 }
@@ -406,6 +422,14 @@ impl Lake {
                 .build(),
             None => snapshot.build(),
         };
+        // Expired from the base's snapshots: the newest `keep - 1` of them
+        // stay beside the new one.
+        let expired = match commit.keep_snapshots {
+            Some(keep) if meta.snapshots().len() >= keep + keep / 2 => {
+                super::maintenance::expirable(base, Retain::Last(keep - 1))?
+            }
+            _ => Vec::new(),
+        };
         let built = TableMetadataBuilder::new_from_metadata(
             meta.clone(),
             base.metadata_location().map(str::to_owned),
@@ -415,6 +439,7 @@ impl Lake {
             MAIN_BRANCH,
             SnapshotReference::new(snapshot_id, SnapshotRetention::branch(None, None, None)),
         )?
+        .remove_snapshots(&expired)
         .build()?;
         Ok(built.metadata)
     }

@@ -100,27 +100,7 @@ impl Lake {
             table: base.identifier().clone(),
             source,
         };
-        let mut keep = ref_heads(base).map_err(iceberg)?;
-        let mut snapshots: Vec<_> = meta.snapshots().collect();
-        snapshots.sort_by_key(|s| std::cmp::Reverse((s.sequence_number(), s.timestamp_ms())));
-        match retain {
-            Retain::Last(n) => keep.extend(snapshots.iter().take(n).map(|s| s.snapshot_id())),
-            Retain::NewerThan(when) => {
-                let cutoff = millis(when);
-                keep.extend(
-                    snapshots
-                        .iter()
-                        .filter(|s| s.timestamp_ms() >= cutoff)
-                        .map(|s| s.snapshot_id()),
-                );
-            }
-        }
-        let expired: Vec<i64> = snapshots
-            .iter()
-            .rev()
-            .map(|s| s.snapshot_id())
-            .filter(|id| !keep.contains(id))
-            .collect();
+        let expired = expirable(base, retain).map_err(iceberg)?;
         if expired.is_empty() {
             return Ok(Expired {
                 table: base.clone(),
@@ -221,6 +201,32 @@ impl Lake {
 #[must_use]
 pub fn latest_property(table: &Table, key: &str) -> Option<String> {
     ancestors(table).find_map(|s| s.summary().additional_properties.get(key).cloned())
+}
+
+/// The snapshots of `base` that `retain` does not keep, oldest first: never
+/// the current one nor a branch or tag head.
+pub(super) fn expirable(base: &Table, retain: Retain) -> iceberg::Result<Vec<i64>> {
+    let mut keep = ref_heads(base)?;
+    let mut snapshots: Vec<_> = base.metadata().snapshots().collect();
+    snapshots.sort_by_key(|s| std::cmp::Reverse((s.sequence_number(), s.timestamp_ms())));
+    match retain {
+        Retain::Last(n) => keep.extend(snapshots.iter().take(n).map(|s| s.snapshot_id())),
+        Retain::NewerThan(when) => {
+            let cutoff = millis(when);
+            keep.extend(
+                snapshots
+                    .iter()
+                    .filter(|s| s.timestamp_ms() >= cutoff)
+                    .map(|s| s.snapshot_id()),
+            );
+        }
+    }
+    Ok(snapshots
+        .iter()
+        .rev()
+        .map(|s| s.snapshot_id())
+        .filter(|id| !keep.contains(id))
+        .collect())
 }
 
 /// For every summary property whose key starts with `prefix`, its latest

@@ -285,7 +285,10 @@ impl KeyIndex {
     }
 
     /// Apply `writes` in one durable transaction, in order (a later write
-    /// of a key's row or change wins).
+    /// of a key's row or change wins). Each key is read and written once
+    /// however many writes name it (a batch's row and its change), and keys
+    /// are visited in the tree's order: a batch touches its leaf pages once
+    /// each, not once per write.
     pub fn apply(&self, writes: &[Write]) -> Result<()> {
         let mut txn = self.db.begin_write().map_err(|e| redb_error("write")(&e))?;
         // A crash reopens at the last commit without walking the tree.
@@ -295,58 +298,43 @@ impl KeyIndex {
             let mut files = txn.open_table(FILES).map_err(|e| redb_error("files")(&e))?;
             let mut paths = txn.open_table(PATHS).map_err(|e| redb_error("paths")(&e))?;
             let mut meta = txn.open_table(META).map_err(|e| redb_error("meta")(&e))?;
-            let mut number = |path: &str| -> Result<u32> {
-                if let Some(n) = paths.get(path).map_err(|e| redb_error("paths")(&e))? {
-                    return Ok(n.value());
+            // A batch's writes name a handful of files: number each once.
+            let mut numbered: std::collections::HashMap<Arc<str>, u32> =
+                std::collections::HashMap::new();
+            let mut number = |path: &Arc<str>| -> Result<u32> {
+                if let Some(&n) = numbered.get(path) {
+                    return Ok(n);
                 }
-                let next = files
-                    .last()
-                    .map_err(|e| redb_error("files")(&e))?
-                    .map_or(0, |(n, _)| n.value() + 1);
-                files
-                    .insert(next, path)
-                    .map_err(|e| redb_error("files")(&e))?;
-                paths
-                    .insert(path, next)
-                    .map_err(|e| redb_error("paths")(&e))?;
-                Ok(next)
-            };
-            // One key's entry read, changed at the location `path`/`pos`
-            // names, written back.
-            let mut update = |table: &str,
-                              key: &str,
-                              (path, pos): (&str, u64),
-                              change: &dyn Fn(&mut Entry, Location)|
-             -> Result<()> {
-                let location = Location {
-                    file: number(path)?,
-                    pos,
+                let known = paths
+                    .get(&**path)
+                    .map_err(|e| redb_error("paths")(&e))?
+                    .map(|n| n.value());
+                let n = if let Some(n) = known {
+                    n
+                } else {
+                    let next = files
+                        .last()
+                        .map_err(|e| redb_error("files")(&e))?
+                        .map_or(0, |(n, _)| n.value() + 1);
+                    files
+                        .insert(next, &**path)
+                        .map_err(|e| redb_error("files")(&e))?;
+                    paths
+                        .insert(&**path, next)
+                        .map_err(|e| redb_error("paths")(&e))?;
+                    next
                 };
-                let k = key_bytes(table, key);
-                let mut entry = get(&entries, &k)?;
-                change(&mut entry, location);
-                entries
-                    .insert(k.as_slice(), entry.encode().as_slice())
-                    .map_err(|e| redb_error("keys")(&e))?;
-                Ok(())
+                numbered.insert(path.clone(), n);
+                Ok(n)
             };
+            // The key writes by key, each key's in the order given (a
+            // stable sort), so one read and one write per key.
+            let mut keyed: Vec<(Vec<u8>, &Write)> = Vec::with_capacity(writes.len());
             for write in writes {
                 match write {
-                    Write::Row {
-                        table,
-                        key,
-                        path,
-                        pos,
-                    } => update(table, key, (path, *pos), &|entry, at| entry.row = Some(at))?,
-                    Write::Applied {
-                        table,
-                        key,
-                        applied,
-                        path,
-                        pos,
-                    } => update(table, key, (path, *pos), &|entry, at| {
-                        entry.applied = Some((*applied, at));
-                    })?,
+                    Write::Row { table, key, .. } | Write::Applied { table, key, .. } => {
+                        keyed.push((key_bytes(table, key), write));
+                    }
                     Write::Synced {
                         table,
                         uuid,
@@ -359,6 +347,34 @@ impl KeyIndex {
                         .map_err(|e| redb_error("meta")(&e))?;
                     }
                 }
+            }
+            keyed.sort_by(|a, b| a.0.cmp(&b.0));
+            for same in keyed.chunk_by(|a, b| a.0 == b.0) {
+                let k = &same[0].0;
+                let mut entry = get(&entries, k)?;
+                for (_, write) in same {
+                    match write {
+                        Write::Row { path, pos, .. } => {
+                            entry.row = Some(Location {
+                                file: number(path)?,
+                                pos: *pos,
+                            });
+                        }
+                        Write::Applied {
+                            applied, path, pos, ..
+                        } => {
+                            let at = Location {
+                                file: number(path)?,
+                                pos: *pos,
+                            };
+                            entry.applied = Some((*applied, at));
+                        }
+                        Write::Synced { .. } => {}
+                    }
+                }
+                entries
+                    .insert(k.as_slice(), entry.encode().as_slice())
+                    .map_err(|e| redb_error("keys")(&e))?;
             }
         }
         txn.commit().map_err(|e| redb_error("commit")(&e))
@@ -835,6 +851,11 @@ mod tests {
         assert_eq!(got[1].live_row(), None, "deleted: no live row");
         assert!(got[1].row.is_some());
         assert_eq!(got[2], Entry::default());
+        // A file named again in a later transaction keeps its number.
+        index.apply(&[row("3", "f1", 7)]).unwrap();
+        let three = index.get_many("orders", &["3"]).unwrap()[0];
+        assert_eq!(three.row.unwrap().file, got[1].row.unwrap().file);
+        assert_eq!(three.row.unwrap().pos, 7);
         assert_eq!(
             index.get_many("customers", &["1"]).unwrap()[0],
             Entry::default(),

@@ -58,6 +58,13 @@ use crate::{debezium_type_name, to_arrow};
 /// a skipped batch).
 const MAX_ATTEMPTS: u32 = 10;
 
+/// Snapshots each of the consumer's tables keeps: older ones are expired in
+/// the consumer's own commits (`Commit::keeping_snapshots`), so a commit's
+/// metadata file stays the same size after millions of commits. The key
+/// index follows within one snapshot of the lake, far inside this; a reader
+/// that time-travels further back needs a longer history (docs/consumers.md).
+pub const KEEP_SNAPSHOTS: usize = 100;
+
 /// How the correct consumer runs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -690,7 +697,9 @@ async fn try_batch(
     if let Some(dead_files) = dead_files {
         all.push((
             &state.dead_letters,
-            Commit::append(dead_files).with_properties(properties.clone()),
+            Commit::append(dead_files)
+                .with_properties(properties.clone())
+                .keeping_snapshots(KEEP_SNAPSHOTS),
         ));
     }
     // LAST: where a catalog cannot swap several tables at once (Glue), a
@@ -698,7 +707,9 @@ async fn try_batch(
     // consumer resumes from its position (state.rs, `reload`).
     all.push((
         &state.state_table,
-        state_commit.with_properties(properties.clone()),
+        state_commit
+            .with_properties(properties.clone())
+            .keeping_snapshots(KEEP_SNAPSHOTS),
     ));
     if config
         .failpoint
@@ -966,7 +977,9 @@ async fn merge(
     report.time.write += started.elapsed();
     merges.commits.push((
         t,
-        Commit::row_delta(files).with_properties(news.properties()),
+        Commit::row_delta(files)
+            .with_properties(news.properties())
+            .keeping_snapshots(KEEP_SNAPSHOTS),
     ));
     Ok(())
 }
