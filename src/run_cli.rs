@@ -195,7 +195,8 @@ pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
         profile: args
             .profile
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
-        program: std::env::current_exe().map_err(|e| format!("where is lossproof? {e}"))?,
+        // This very build, even if the file at its path is rebuilt mid-run.
+        program: lossproof_runtime::process::this_exe(),
         scenario_dir: lossproof_vocabulary::check::scenario_dir(args.file),
         consumers: consumers.clone(),
         run_id: run_id.clone(),

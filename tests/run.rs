@@ -3,7 +3,8 @@
 //! timeline, a dead connector makes a seed INVALID (never a count), and
 //! nothing of a seed outlives it — no consumer process, slot, publication,
 //! connector, topic or consumer group — after a normal exit, an INVALID
-//! seed, a panic, SIGINT or SIGTERM.
+//! seed, a panic, SIGINT or SIGTERM; and a run whose binary is removed
+//! under it still restarts its consumers.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -145,6 +146,7 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     replay_plans_the_recorded_timeline(&state, &first);
     shards_merge_into_one_report(&state, &first);
     seeds_run_side_by_side(&state);
+    a_run_outlives_its_binary(&state);
 
     // A connector paused mid-run never drains: INVALID, with the reason.
     let (code, text, dead) = run(
@@ -208,6 +210,84 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     // connector and database (they carry its run id), which the tests
     // before would see.
     a_killed_run_leaves_no_process(&state);
+}
+
+/// A run whose `lossproof` file is rebuilt or removed under it (a `cargo
+/// build` during a long run) still restarts its consumers after each kill:
+/// it re-executes its own build (`/proc/self/exe`), not the path. Before,
+/// every restart after the removal failed ("start careless again: No such
+/// file or directory") and the seed went INVALID.
+fn a_run_outlives_its_binary(state: &Path) {
+    use std::io::BufRead as _;
+    let dir = state.join("outlived");
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("lossproof");
+    std::fs::copy(env!("CARGO_BIN_EXE_lossproof"), &copy).unwrap();
+    let out = dir.join("record.json");
+    let mut child = Command::new(&copy)
+        .args(["run", &input("short.lp"), "--seeds", "7", "--out"])
+        .arg(&out)
+        .arg("--state")
+        .arg(state)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The consumers are up once the load phase starts; the kills come after.
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while !text.contains("phase 1") {
+        assert!(Instant::now() < deadline, "no load phase: {text}");
+        if let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    std::fs::remove_file(&copy).unwrap();
+    let deadline = Instant::now() + Duration::from_mins(3);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run outlived its 3 minutes: {text}");
+        }
+        while let Ok(line) = rx.try_recv() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let seed = &record["results"][0];
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert_eq!(seed["verdict"], "PASS", "{seed:#}\n{text}");
+    let faults = seed["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 2, "{faults:#?}");
+    assert!(
+        faults.iter().all(|f| f["fired"] == true),
+        "every kill fired and its consumer came back: {faults:#?}"
+    );
+    assert!(!text.contains("No such file"), "{text}");
 }
 
 /// `lossproof run` SIGKILLed during a load phase (it cannot clean up): its

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -177,6 +177,31 @@ pub fn with_cmdline_containing(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// The running binary as the kernel names it: exec'ing this runs the very
+/// build this process runs, even after a rebuild replaced (or removed) the
+/// file at its path. A run re-executes itself (consumers, the compactor,
+/// the nightly) through it, so every child of a run is the run's own build.
+pub const THIS_EXE: &str = "/proc/self/exe";
+
+/// What to exec to run this binary again: [`THIS_EXE`] where there is a
+/// `/proc`, else the path it was started from.
+#[must_use]
+pub fn this_exe() -> PathBuf {
+    if Path::new(THIS_EXE).exists() {
+        PathBuf::from(THIS_EXE)
+    } else {
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lossproof"))
+    }
+}
+
+/// The `argv[0]` a child started through [`this_exe`] gets: the path this
+/// binary was started from, so `ps` shows `…/lossproof consumer …`, not
+/// `/proc/self/exe consumer …`.
+#[must_use]
+pub fn this_exe_name() -> std::ffi::OsString {
+    std::env::current_exe().map_or_else(|_| "lossproof".into(), PathBuf::into_os_string)
+}
+
 /// The process group of `pid`.
 #[must_use]
 pub fn pgid(pid: i32) -> Option<i32> {
@@ -188,6 +213,28 @@ pub fn pgid(pid: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child started through `this_exe` runs this very binary (here the
+    /// test binary: `--list` names this test) under its own name.
+    #[test]
+    fn this_exe_runs_this_binary_under_its_own_name() {
+        let exe = this_exe();
+        assert_eq!(exe, Path::new(THIS_EXE));
+        assert_eq!(
+            std::fs::canonicalize(&exe).unwrap(),
+            std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap()
+        );
+        let out = Command::new(&exe)
+            .arg0(this_exe_name())
+            .args(["--list", "this_exe_runs"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("this_exe_runs_this_binary"),
+            "{out:?}"
+        );
+    }
 
     #[test]
     fn strays_are_found_by_a_path_argument_and_not_by_a_longer_one() {

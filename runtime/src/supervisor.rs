@@ -109,6 +109,9 @@ impl Supervised {
             .append(true)
             .open(&self.log)?;
         let mut command = Command::new(&self.program);
+        if self.program == std::path::Path::new(crate::process::THIS_EXE) {
+            command.arg0(crate::process::this_exe_name());
+        }
         if let Some(dir) = &self.dir {
             command.current_dir(dir);
         }

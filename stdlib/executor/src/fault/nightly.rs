@@ -34,9 +34,9 @@ pub(crate) async fn run(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
     }
     let run = run_id(&seed.names);
     let state = seed.stack.state().root();
-    let exe = std::env::current_exe().map_err(Error::io("find the lossproof binary"))?;
-    let mut command = tokio::process::Command::new(exe);
+    let mut command = tokio::process::Command::new(lossproof_runtime::process::this_exe());
     command
+        .arg0(lossproof_runtime::process::this_exe_name())
         .args(["nightly", "--run", run, "--consumer", "correct", "--state"])
         .arg(state)
         .args(["--timeout-s", &workflow_limit.as_secs().to_string()])
