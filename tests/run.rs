@@ -218,7 +218,6 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
 /// every restart after the removal failed ("start careless again: No such
 /// file or directory") and the seed went INVALID.
 fn a_run_outlives_its_binary(state: &Path) {
-    use std::io::BufRead as _;
     let dir = state.join("outlived");
     std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("lossproof");
@@ -234,18 +233,7 @@ fn a_run_outlives_its_binary(state: &Path) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = crate::support::lines_of(child.stderr.take().unwrap());
     // The consumers are up once the load phase starts; the kills come after.
     let mut text = String::new();
     let deadline = Instant::now() + Duration::from_mins(1);
@@ -872,7 +860,6 @@ enum Interruption {
 /// of the seed on the stack; the run exits 2 and still writes its record.
 #[allow(clippy::too_many_lines)] // start, wait for the load, stop, check: read top to bottom
 fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
-    use std::io::BufRead as _;
     let out = state.join("interrupted.json");
     let _ = std::fs::remove_file(&out);
     let mut command = Command::new(env!("CARGO_BIN_EXE_lossproof"));
@@ -895,18 +882,7 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
         command.env(lossproof_executor::run::FAILPOINT, "panic-during-load");
     }
     let mut child = command.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = crate::support::lines_of(child.stderr.take().unwrap());
     let mut text = String::new();
     let deadline = Instant::now() + Duration::from_mins(1);
     loop {

@@ -472,23 +472,13 @@ fn killed_up_is_repaired_by_the_next_up(state: &Path) {
 /// Start `lossproof up` and return once it has started Kafka Connect (the
 /// other components are running by then).
 fn up_until_connect_starts(state: &Path) -> std::process::Child {
-    use std::io::BufRead as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_lossproof"))
         .args(["up", "--state"])
         .arg(state)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start lossproof up");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = crate::support::lines_of(child.stderr.take().unwrap());
     let deadline = Instant::now() + Duration::from_mins(1);
     let mut seen = Vec::new();
     while Instant::now() < deadline {

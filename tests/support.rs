@@ -149,3 +149,24 @@ pub(crate) fn chromium_render(html: &Path, png: &Path) -> String {
     assert!(size > 10_000, "{}: a {size}-byte screenshot", png.display());
     String::from_utf8_lossy(&dom.stdout).into_owned()
 }
+
+/// A child's output read line by line on a thread of its own: each line
+/// arrives on the channel as it is written (the thread ends with the output
+/// or once the receiver is gone).
+pub(crate) fn lines_of(
+    output: impl std::io::Read + Send + 'static,
+) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
