@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::stack::{lossproof, ok, up_own_stack};
+use crate::support::Lines;
 
 fn input(name: &str) -> String {
     crate::support::root()
@@ -233,37 +234,14 @@ fn a_run_outlives_its_binary(state: &Path) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let rx = crate::support::lines_of(child.stderr.take().unwrap());
+    let mut lines = Lines::of(&mut child);
     // The consumers are up once the load phase starts; the kills come after.
-    let mut text = String::new();
-    let deadline = Instant::now() + Duration::from_mins(1);
-    while !text.contains("phase 1") {
-        assert!(Instant::now() < deadline, "no load phase: {text}");
-        if let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
-            text.push_str(&line);
-            text.push('\n');
-        }
-    }
+    lines.until(&mut child, Duration::from_mins(1), "no load phase", |l| {
+        l.contains("phase 1")
+    });
     std::fs::remove_file(&copy).unwrap();
-    let deadline = Instant::now() + Duration::from_mins(3);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the run outlived its 3 minutes: {text}");
-        }
-        while let Ok(line) = rx.try_recv() {
-            text.push_str(&line);
-            text.push('\n');
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
-        text.push_str(&line);
-        text.push('\n');
-    }
+    let status = lines.exit(&mut child, Duration::from_mins(3), "the run did not end");
+    let text = lines.text;
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let seed = &record["results"][0];
@@ -882,21 +860,14 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
         command.env(lossproof_executor::run::FAILPOINT, "panic-during-load");
     }
     let mut child = command.spawn().unwrap();
-    let rx = crate::support::lines_of(child.stderr.take().unwrap());
-    let mut text = String::new();
-    let deadline = Instant::now() + Duration::from_mins(1);
-    loop {
-        let line = rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
-        text.push_str(&line);
-        text.push('\n');
-        if line.contains("phase 1") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached its load phase: {text}"
-        );
-    }
+    let mut lines = Lines::of(&mut child);
+    lines.until(
+        &mut child,
+        Duration::from_mins(1),
+        "the run never reached its load phase",
+        |l| l.contains("phase 1"),
+    );
+    let text = &lines.text;
     let run_id = text
         .split("(run id ")
         .nth(1)
@@ -937,25 +908,12 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
         let pid = nix::unistd::Pid::from_raw(child.id().cast_signed());
         nix::sys::signal::kill(pid, signal).unwrap();
     }
-    let deadline = Instant::now() + Duration::from_mins(1);
-    let status = loop {
-        while let Ok(line) = rx.try_recv() {
-            text.push_str(&line);
-            text.push('\n');
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "run did not exit within a minute of being stopped: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-        text.push_str(&line);
-        text.push('\n');
-    }
+    let status = lines.exit(
+        &mut child,
+        Duration::from_mins(1),
+        "run did not exit after being stopped",
+    );
+    let text = lines.text;
     assert_eq!(
         status.code(),
         Some(2),

@@ -478,21 +478,13 @@ fn up_until_connect_starts(state: &Path) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start lossproof up");
-    let rx = crate::support::lines_of(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_mins(1);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let starting_connect = line.contains("connect") && line.contains("starting");
-            seen.push(line);
-            if starting_connect {
-                return child;
-            }
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("up never started connect: {seen:?}");
+    crate::support::Lines::of(&mut child).until(
+        &mut child,
+        Duration::from_mins(1),
+        "up never started connect",
+        |line| line.contains("connect") && line.contains("starting"),
+    );
+    child
 }
 
 /// Start `up`, send SIGINT while Kafka Connect is starting, and check that

@@ -150,23 +150,89 @@ pub(crate) fn chromium_render(html: &Path, png: &Path) -> String {
     String::from_utf8_lossy(&dom.stdout).into_owned()
 }
 
-/// A child's output read line by line on a thread of its own: each line
-/// arrives on the channel as it is written (the thread ends with the output
-/// or once the receiver is gone).
-pub(crate) fn lines_of(
-    output: impl std::io::Read + Send + 'static,
-) -> std::sync::mpsc::Receiver<String> {
-    use std::io::BufRead as _;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(output)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
+/// A child's stderr, read line by line on a thread of its own as it is
+/// written, and everything read so far (`text`, a line each).
+pub(crate) struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    pub(crate) text: String,
+}
+
+impl Lines {
+    /// Start reading `child`'s stderr (spawned with `Stdio::piped()`).
+    pub(crate) fn of(child: &mut std::process::Child) -> Self {
+        use std::io::BufRead as _;
+        let stderr = child.stderr.take().expect("the child's stderr is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            rx,
+            text: String::new(),
+        }
+    }
+
+    fn push(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.text.push('\n');
+    }
+
+    /// Read until a line satisfies `done`. After `limit`, `child` is killed
+    /// and the test fails with `what` and every line read.
+    pub(crate) fn until(
+        &mut self,
+        child: &mut std::process::Child,
+        limit: std::time::Duration,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(line) = self.rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                self.push(&line);
+                if done(&line) {
+                    return;
+                }
             }
         }
-    });
-    rx
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what} within {limit:?}:\n{}", self.text);
+    }
+
+    /// Wait for `child` to exit, reading its lines, then the lines it left.
+    /// After `limit`, it is killed and the test fails with `what`.
+    pub(crate) fn exit(
+        &mut self,
+        child: &mut std::process::Child,
+        limit: std::time::Duration,
+        what: &str,
+    ) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            while let Ok(line) = self.rx.try_recv() {
+                self.push(&line);
+            }
+            if let Some(status) = child.try_wait().expect("wait for the child") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} within {limit:?}:\n{}", self.text);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        while let Ok(line) = self.rx.recv_timeout(std::time::Duration::from_millis(500)) {
+            self.push(&line);
+        }
+        status
+    }
 }
