@@ -40,10 +40,27 @@ struct Args {
     /// table of that size instead (batch 500 on the change stream).
     #[arg(long = "rows")]
     rows: Vec<u64>,
+    /// Run the correct consumer committing at the end of each batch, not
+    /// at source transaction boundaries (what the boundaries cost).
+    #[arg(long)]
+    at_batch_ends: bool,
+}
+
+/// Whether the correct consumer commits at source transaction boundaries
+/// (`--at-batch-ends` turns it off).
+static AT_TRANSACTIONS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// The transaction topic the correct consumer reads, unless
+/// `--at-batch-ends`.
+fn transactions(names: &lossproof_runtime::debezium::CaptureNames) -> Option<String> {
+    AT_TRANSACTIONS
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .then(|| names.transaction_topic())
 }
 
 fn main() -> std::process::ExitCode {
     let args = <Args as clap::Parser>::parse_from(common::args());
+    AT_TRANSACTIONS.store(!args.at_batch_ends, std::sync::atomic::Ordering::Relaxed);
     common::exit(consumers(
         &args.state,
         args.seconds,
@@ -252,6 +269,7 @@ async fn pair(
             .join(format!("lossproof-bench-index-{}", std::process::id())),
         workload: workload_sig,
         topics: topics.to_vec(),
+        transactions: transactions(names),
         group: format!("lossproof-bench-correct-{tag}"),
         batch_max: batch,
         linger: Duration::from_millis(200),
@@ -622,6 +640,7 @@ impl Size {
             index_dir: index_dir.clone(),
             workload: orders,
             topics: topics.to_vec(),
+            transactions: transactions(names),
             group: format!("lossproof-bench-correct-{tag}"),
             batch_max: batch,
             linger: Duration::from_millis(200),

@@ -142,6 +142,7 @@ pub(crate) fn correct(common: &Common, rebuild: bool, failpoint: Option<&str>) -
         index_dir: started.index_dir.clone(),
         workload: started.workload,
         topics: lossproof_consumers::topics(names, started.workload),
+        transactions: Some(names.transaction_topic()),
         group: lossproof_consumers::group("correct", names),
         batch_max: common.batch,
         linger: Duration::from_millis(common.linger_ms),

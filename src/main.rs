@@ -390,10 +390,14 @@ struct OutputArgs {
     /// Also write JUnit XML (one test case per seed and assertion).
     #[arg(long)]
     junit: Option<PathBuf>,
-    /// Also write an HTML report (damage by kind per seed, the distribution,
-    /// the worst seed's faults over time and sample diff rows).
-    #[arg(long)]
+    /// Where to write the HTML report (damage by kind per seed, the
+    /// distribution, the worst seed's faults over time and sample diff rows)
+    /// [default: beside the run record, `.html` for `.json`].
+    #[arg(long, conflicts_with = "no_html")]
     html: Option<PathBuf>,
+    /// Write no HTML report.
+    #[arg(long)]
+    no_html: bool,
 }
 
 impl OutputArgs {
@@ -402,6 +406,7 @@ impl OutputArgs {
             record: self.out.as_deref(),
             junit: self.junit.as_deref(),
             html: self.html.as_deref(),
+            no_html: self.no_html,
         }
     }
 }

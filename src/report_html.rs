@@ -6,6 +6,9 @@
 //! - the distribution over seeds (a CDF: it still reads at 500 seeds);
 //! - the faults of the worst seed over time (each with its name, `.lp` place
 //!   and outcome on hover), under the workload's operations per second;
+//! - freshness: each consumer's lag over time in the seed with the worst
+//!   moment, faults on the same axis, and the distribution of each seed's
+//!   lag p99;
 //! - sample diff rows of the worst seed, source and lake side by side, the
 //!   columns that differ marked;
 //! - every seed in a table.
@@ -16,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use lossproof_executor::run::{RunRecord, SeedRecord, Verdict};
+use lossproof_executor::run::{FreshnessRecord, RunRecord, SeedRecord, Verdict};
 use lossproof_runtime::reconcile::{DiffKind, DiffRow, canonical};
 
 /// One colour per diff kind, in `DiffKind::ALL` order.
@@ -107,6 +110,8 @@ pub(crate) fn page(record: &RunRecord) -> String {
         html.push_str(&distribution_chart(consumer, results));
     }
     html.push_str("</div>");
+    html.push_str(&freshness_section(&record.consumers, results));
+    html.push_str(&snapshots_section(&record.consumers, results));
     if let Some(worst) = worst_seed(results) {
         html.push_str(&fault_timeline(worst));
         html.push_str(&samples(&record.consumers, worst));
@@ -158,12 +163,16 @@ fn summary_table(consumers: &[String], results: &[SeedRecord]) -> String {
     for consumer in consumers {
         let mut scored: Vec<(u64, u64)> = results
             .iter()
+            .filter(|r| r.on_schedule())
             .filter_map(|r| r.wrong_rows.get(consumer).map(|n| (*n, r.seed)))
             .collect();
         scored.sort_unstable();
         let _ = write!(t, "<tr><td class=\"l\">{}</td>", esc(consumer));
         if scored.is_empty() {
-            t.push_str("<td>0</td><td colspan=\"6\" class=\"l\">no seed was scored</td></tr>");
+            t.push_str(
+                "<td>0</td><td colspan=\"6\" class=\"l\">no seed on schedule was scored \
+                 (see the seeds' table)</td></tr>",
+            );
             continue;
         }
         let at = |q: f64| {
@@ -296,22 +305,40 @@ fn damage_chart(consumer: &str, results: &[SeedRecord]) -> String {
 /// The empirical CDF of wrong rows over the scored seeds: at x wrong rows,
 /// the share of seeds with at most x.
 fn distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
-    let base = CHART_H - BOTTOM;
-    let mut values: Vec<u64> = results
+    let values: Vec<u64> = results
         .iter()
+        .filter(|r| r.on_schedule())
         .filter_map(|r| r.wrong_rows.get(consumer).copied())
         .collect();
+    cdf_chart(consumer, values, "scored seeds", "wrong rows")
+}
+
+/// The empirical CDF of each seed's lag p99 (ms) over the seeds that
+/// measured it.
+fn lag_distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
+    let values: Vec<u64> = results
+        .iter()
+        .filter(|r| r.on_schedule())
+        .filter_map(|r| r.lag_of(consumer).map(|f| f.p99_ms))
+        .collect();
+    cdf_chart(consumer, values, "seeds", "lag p99 (ms)")
+}
+
+/// An empirical CDF of `values` over `of` (seeds): at x, the share with at
+/// most x `what`.
+fn cdf_chart(consumer: &str, mut values: Vec<u64>, of: &str, what: &str) -> String {
+    let base = CHART_H - BOTTOM;
     values.sort_unstable();
     let mut svg = format!(
-        "<figure><figcaption><b>{}</b>: share of {} scored seeds with at most x wrong rows</figcaption>\
-         <svg viewBox=\"0 0 {CHART_W} {CHART_H}\" width=\"{CHART_W}\" height=\"{CHART_H}\" role=\"img\" aria-label=\"distribution of wrong rows, {}\">",
+        "<figure><figcaption><b>{}</b>: share of {} {of} with at most x {what}</figcaption>\
+         <svg viewBox=\"0 0 {CHART_W} {CHART_H}\" width=\"{CHART_W}\" height=\"{CHART_H}\" role=\"img\" aria-label=\"distribution of {what}, {}\">",
         esc(consumer),
         values.len(),
         esc(consumer)
     );
     let max = nice_max(values.last().copied().unwrap_or(0));
     // y: 0 to 100 %, labelled like the other charts' axes.
-    axes(&mut svg, 100, "% of seeds", "wrong rows");
+    axes(&mut svg, 100, "% of seeds", what);
     for k in 0..=4u32 {
         let value = max / 4 * u64::from(k);
         let x = LEFT + f64::from(k) / 4.0 * (PLOT_END - LEFT);
@@ -354,6 +381,256 @@ fn distribution_chart(consumer: &str, results: &[SeedRecord]) -> String {
         values[values.len() - 1],
         consumer = esc(consumer)
     );
+    svg
+}
+
+/// Colours of the consumers' lag lines, in the run's consumer order.
+const LAG_COLORS: [&str; 4] = ["#c0392b", "#1e8449", "#2471a3", "#8e44ad"];
+
+/// Freshness: the seed with the worst lag, each consumer's lag over its
+/// phases with the faults on the same time axis; then the distribution of
+/// each seed's p99. Nothing when no seed measured a lag.
+fn freshness_section(consumers: &[String], results: &[SeedRecord]) -> String {
+    let Some(seed) = results
+        .iter()
+        .filter(|r| r.freshness.iter().any(|f| !f.lags_ms.is_empty()))
+        .max_by_key(|r| r.freshness.iter().map(|f| f.max_ms).max().unwrap_or(0))
+    else {
+        return String::new();
+    };
+    let mut html = format!(
+        "<h2>Freshness</h2><p>How far behind the source a reader of each lake was (the probe's \
+         newest beat in the lake's current snapshot, every 100 ms of the phases; docs/run.md). \
+         Seed {}, the one with the worst moment; faults fired are the red marks on the same time \
+         axis.</p>",
+        seed.seed
+    );
+    html.push_str(&lag_timeline(consumers, seed));
+    html.push_str("<h3>Lag p99 over seeds</h3><div class=\"side\">");
+    for consumer in consumers {
+        html.push_str(&lag_distribution_chart(consumer, results));
+    }
+    html.push_str("</div>");
+    html
+}
+
+/// One seed's lag per consumer over time (a line each), the faults where
+/// they fired (vertical marks, name and outcome on hover).
+fn lag_timeline(consumers: &[String], seed: &SeedRecord) -> String {
+    let width = 900.0;
+    let base = 240.0 - BOTTOM;
+    // Below the time axis: a row of inconsistent-snapshot marks per consumer.
+    #[allow(clippy::cast_precision_loss)]
+    let height = 246.0 + 8.0 * consumers.len() as f64;
+    let lines: Vec<(usize, &FreshnessRecord)> = consumers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| seed.lag_of(c).map(|f| (i, f)))
+        .collect();
+    let end = lines
+        .iter()
+        .filter_map(|(_, f)| f.t_ms.last().map(|t| t + f.step_ms))
+        .max()
+        .unwrap_or(0)
+        .max(seed.timings.load_ms)
+        .max(1);
+    let top = nice_max(lines.iter().map(|(_, f)| f.max_ms).max().unwrap_or(0));
+    #[allow(clippy::cast_precision_loss)]
+    let x = |ms: u64| LEFT + ms as f64 / end as f64 * width;
+    #[allow(clippy::cast_precision_loss)]
+    let y = |ms: u64| base - ms as f64 / top as f64 * (base - 10.0);
+    #[allow(clippy::cast_precision_loss)]
+    let secs = |ms: u64| ms as f64 / 1000.0;
+    let mut svg = format!(
+        "<svg viewBox=\"0 0 {w:.0} {height:.0}\" width=\"{w:.0}\" height=\"{height:.0}\" role=\"img\" aria-label=\"lag over time\">",
+        w = width + LEFT + 40.0
+    );
+    for k in 0..=4u64 {
+        let ms = top / 4 * k;
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.1}s</text>",
+            LEFT + width,
+            LEFT - 4.0,
+            y(ms) + 4.0,
+            secs(ms),
+            y = y(ms)
+        );
+    }
+    for k in 0..=5u64 {
+        let ms = end * k / 5;
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:.0}s</text>",
+            x(ms),
+            base + 14.0,
+            secs(ms)
+        );
+    }
+    let _ = write!(
+        svg,
+        "<line class=\"axis\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{base}\" y2=\"{base}\"/>\
+         <line class=\"axis\" x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"10\" y2=\"{base}\"/>\
+         <text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\">lag</text>",
+        LEFT + width,
+        base / 2.0,
+        base / 2.0
+    );
+    for f in seed.faults.iter().filter(|f| f.fired) {
+        let at = f.fired_ms.unwrap_or(f.planned_ms);
+        let _ = write!(
+            svg,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"10\" y2=\"{base}\" stroke=\"#c0392b\" stroke-dasharray=\"3 3\" stroke-width=\"1.5\"><title>{} ({})\n+{:.1}s: {}</title></line>",
+            esc(&f.text),
+            esc(&f.location),
+            secs(at),
+            esc(&f.outcome),
+            x = x(at)
+        );
+    }
+    let mut legend = String::from("<p class=\"legend\">");
+    for (i, f) in &lines {
+        let color = LAG_COLORS[i % LAG_COLORS.len()];
+        svg.push_str(&lag_lines(f, color, &x, &y));
+        let _ = write!(
+            legend,
+            "<span><i style=\"background:{color}\"></i>{} (p99 {:.1}s, max {:.1}s)</span>",
+            esc(&f.consumer),
+            secs(f.p99_ms),
+            secs(f.max_ms)
+        );
+    }
+    svg.push_str(&inconsistent_marks(consumers, seed, &x, base));
+    svg.push_str("</svg>");
+    legend.push_str("<span><i style=\"background:#c0392b;width:.2em\"></i>fault fired</span>");
+    if seed.snapshots.iter().any(|s| !s.consistent) {
+        legend.push_str("<span>&#9650; a snapshot that was not a state the source had (its consumer's colour; hover: what was wrong)</span>");
+    }
+    legend.push_str("</p>");
+    svg.push_str(&legend);
+    svg
+}
+
+/// A triangle under the time axis for every inconsistent snapshot, a row
+/// per consumer in its lag line's colour.
+fn inconsistent_marks(
+    consumers: &[String],
+    seed: &SeedRecord,
+    x: &dyn Fn(u64) -> f64,
+    base: f64,
+) -> String {
+    let mut svg = String::new();
+    for (i, consumer) in consumers.iter().enumerate() {
+        let color = LAG_COLORS[i % LAG_COLORS.len()];
+        #[allow(clippy::cast_precision_loss)]
+        let row = base + 22.0 + 8.0 * i as f64;
+        for s in seed
+            .snapshots
+            .iter()
+            .filter(|s| &s.consumer == consumer && !s.consistent)
+        {
+            let at = x(s.seen_ms);
+            let _ = write!(
+                svg,
+                "<path d=\"M{:.1} {:.1} l3.5 6 h-7 z\" fill=\"{color}\"><title>{}: {} at {:.1}s: torn {}, vanished {}, regressed {}, wrong {}{}</title></path>",
+                at,
+                row - 6.0,
+                esc(consumer),
+                esc(&s.tables.join(", ")),
+                s.seen_ms as f64 / 1000.0,
+                s.torn,
+                s.vanished,
+                s.regressed,
+                s.wrong,
+                if s.sample.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{}", esc(&s.sample.join("\n")))
+                }
+            );
+        }
+    }
+    svg
+}
+
+/// Per seed and consumer: the snapshots checked against the source's
+/// states, how many were not a state it had, and the worst.
+fn snapshots_section(consumers: &[String], results: &[SeedRecord]) -> String {
+    if results.iter().all(|r| r.consistency.is_empty()) {
+        return String::new();
+    }
+    let mut html = String::from(
+        "<h2>Snapshots</h2><p>Every snapshot each consumer published, checked against the \
+         source's state after each of its transactions (docs/run.md, \"Snapshots\"): \
+         inconsistent ones showed readers a state the source never had (part of a transaction, \
+         a key missing, a key gone back in time). On the lag plot above they are the triangles \
+         under the time axis.</p><table><tr><th>seed</th>",
+    );
+    for c in consumers {
+        let _ = write!(html, "<th>{}: inconsistent / checked</th>", esc(c));
+    }
+    html.push_str("</tr>");
+    for r in results {
+        let _ = write!(html, "<tr><td>{}</td>", r.seed);
+        for c in consumers {
+            let cell = r.consistency_of(c).map_or_else(
+                || "-".to_owned(),
+                |x| {
+                    let mut cell = format!("{} / {}", x.inconsistent, x.checked);
+                    if x.worst > 0 {
+                        let _ = write!(cell, " (worst {} keys)", x.worst);
+                    }
+                    if x.unchecked > 0 {
+                        let _ = write!(cell, ", {} unchecked", x.unchecked);
+                    }
+                    if let Some(note) = &x.note {
+                        let _ = write!(cell, " <small>{}</small>", esc(note));
+                    }
+                    cell
+                },
+            );
+            let _ = write!(html, "<td>{cell}</td>");
+        }
+        html.push_str("</tr>");
+    }
+    html.push_str("</table>");
+    html
+}
+
+/// One consumer's lag as polylines, one per stretch of samples: none is
+/// drawn across a quiet phase, where the probe did not beat.
+fn lag_lines(
+    f: &FreshnessRecord,
+    color: &str,
+    x: &dyn Fn(u64) -> f64,
+    y: &dyn Fn(u64) -> f64,
+) -> String {
+    let mut stretches: Vec<Vec<String>> = Vec::new();
+    let mut last: Option<u64> = None;
+    for (t, lag) in f.t_ms.iter().zip(&f.lags_ms) {
+        if last.is_none_or(|l| t - l > f.step_ms) {
+            stretches.push(Vec::new());
+        }
+        last = Some(*t);
+        if let Some(points) = stretches.last_mut() {
+            points.push(format!("{:.1},{:.1}", x(*t), y(*lag)));
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let secs = |ms: u64| ms as f64 / 1000.0;
+    let mut svg = String::new();
+    for points in stretches {
+        let _ = write!(
+            svg,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"><title>{}: p50 {:.1}s, p99 {:.1}s, max {:.1}s</title></polyline>",
+            points.join(" "),
+            esc(&f.consumer),
+            secs(f.p50_ms),
+            secs(f.p99_ms),
+            secs(f.max_ms)
+        );
+    }
     svg
 }
 
@@ -543,14 +820,47 @@ fn samples(consumers: &[String], seed: &SeedRecord) -> String {
     html
 }
 
+/// Why a seed FAILED or is INVALID, its workload's rate and its faults'
+/// drift, and why it is off schedule if it is.
+fn reason_of(r: &SeedRecord) -> String {
+    let mut parts: Vec<String> = r.reason.iter().cloned().collect();
+    let lost = r.capture_lost_keys();
+    if lost > 0 {
+        parts.push(format!(
+            "capture lost {lost} keys: their last change never reached the topics (not charged to the consumers)"
+        ));
+    }
+    parts.extend(r.capture_note.iter().cloned());
+    if let Some(s) = &r.schedule {
+        if s.planned_ops_per_s > 0.0 {
+            parts.push(format!(
+                "rate {:.0}/{:.0} ops/s",
+                s.achieved_ops_per_s, s.planned_ops_per_s
+            ));
+        }
+        parts.push(format!("fault drift p99 {} ms", s.drift_p99_ms));
+        if !s.on_schedule() {
+            parts.push(format!(
+                "OFF SCHEDULE, not counted in the distributions: {}",
+                s.off.join("; ")
+            ));
+        }
+    }
+    parts.join("; ")
+}
+
 fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
     let mut t = String::from(
         "<h2>Seeds</h2><table><tr><th>seed</th><th class=\"l\">verdict</th><th>faults fired</th>",
     );
     for c in consumers {
-        let _ = write!(t, "<th>{} wrong rows</th>", esc(c));
+        let _ = write!(
+            t,
+            "<th>{c} wrong rows</th><th>{c} lag p99 / max</th>",
+            c = esc(c)
+        );
     }
-    t.push_str("<th class=\"l\">reason</th></tr>");
+    t.push_str("<th class=\"l\">reason, rate, schedule</th></tr>");
     for r in results {
         let class = match r.verdict {
             Verdict::Pass => "pass",
@@ -566,17 +876,24 @@ fn seed_table(consumers: &[String], results: &[SeedRecord]) -> String {
             r.faults.len()
         );
         for c in consumers {
+            #[allow(clippy::cast_precision_loss)]
+            let lag = r.lag_of(c).map_or_else(
+                || "-".to_owned(),
+                |f| {
+                    format!(
+                        "{:.1}s / {:.1}s",
+                        f.p99_ms as f64 / 1000.0,
+                        f.max_ms as f64 / 1000.0
+                    )
+                },
+            );
             let _ = write!(
                 t,
-                "<td>{}</td>",
+                "<td>{}</td><td>{lag}</td>",
                 r.wrong_rows.get(c).map_or("-".into(), u64::to_string)
             );
         }
-        let _ = write!(
-            t,
-            "<td class=\"l\">{}</td></tr>",
-            esc(r.reason.as_deref().unwrap_or(""))
-        );
+        let _ = write!(t, "<td class=\"l\">{}</td></tr>", esc(&reason_of(r)));
     }
     t.push_str("</table>");
     t

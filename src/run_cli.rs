@@ -37,7 +37,9 @@ pub(crate) struct Outputs<'a> {
     /// Default: `<state>/runs/<run id>.json` for a run; none for a report.
     pub record: Option<&'a Path>,
     pub junit: Option<&'a Path>,
+    /// Default (neither `html` nor `no_html`): beside the run record.
     pub html: Option<&'a Path>,
+    pub no_html: bool,
 }
 
 /// The seeds of `--partition K/N` (or nextest's `count:K/N`).
@@ -391,7 +393,25 @@ pub(crate) fn report(records: &[PathBuf], outputs: &Outputs<'_>) -> CliResult<bo
         merged.seeds.len(),
         merged.consumers.join(", ")
     );
-    conclude(&merged, outputs, None)
+    // The HTML report goes beside the merged record, else beside the one
+    // record read (several: `<first>-merged.html`).
+    let beside = if let [one] = records {
+        one.with_extension("html")
+    } else {
+        let first = &records[0];
+        let stem = first.file_stem().unwrap_or_default().to_string_lossy();
+        first.with_file_name(format!("{stem}-merged.html"))
+    };
+    let html = outputs
+        .record
+        .map_or(beside, |record| record.with_extension("html"));
+    let outputs = Outputs {
+        html: outputs
+            .html
+            .or((!outputs.no_html).then_some(html.as_path())),
+        ..*outputs
+    };
+    conclude(&merged, &outputs, None)
 }
 
 /// Print the distribution, write the record (to `outputs.record`, else
@@ -499,7 +519,14 @@ fn write_outputs(
         write(out, serde_json::to_string_pretty(record)? + "\n")?;
         println!("run record: {}", out.display());
     }
-    if let Some(html) = outputs.html {
+    let beside = outputs
+        .record
+        .or(default_out)
+        .map(|record| record.with_extension("html"));
+    if let Some(html) = outputs
+        .html
+        .or(beside.as_deref().filter(|_| !outputs.no_html))
+    {
         write(html, crate::report_html::page(record))?;
         println!("HTML report: {}", html.display());
     }
@@ -511,6 +538,7 @@ fn write_outputs(
 }
 
 fn seed_line(record: &SeedRecord) -> String {
+    use std::fmt::Write as _;
     let fired = record.faults.iter().filter(|f| f.fired).count();
     let wrong: Vec<String> = record
         .wrong_rows
@@ -534,6 +562,33 @@ fn seed_line(record: &SeedRecord) -> String {
             wrong.join(", ")
         }
     );
+    let lost = record.capture_lost_keys();
+    if lost > 0 {
+        let _ = write!(
+            line,
+            ", capture lost {lost} key{} (their last change never reached the topics: not charged to the consumers)",
+            if lost == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(note) = &record.capture_note {
+        let _ = write!(line, " [{note}]");
+    }
+    if let Some(schedule) = &record.schedule {
+        line.push_str(&schedule_text(schedule));
+    }
+    let lags: Vec<String> = record
+        .lags()
+        .map(|f| format!("{} {}", f.consumer, lag_text(f)))
+        .collect();
+    if !lags.is_empty() {
+        line.push_str("; lag p99/max ");
+        line.push_str(&lags.join(", "));
+    }
+    let states: Vec<String> = record.consistency.iter().map(consistency_text).collect();
+    if !states.is_empty() {
+        line.push_str("; snapshots ");
+        line.push_str(&states.join(", "));
+    }
     if let Some(reason) = &record.reason {
         line.push_str(" — ");
         line.push_str(reason);
@@ -541,23 +596,92 @@ fn seed_line(record: &SeedRecord) -> String {
     line
 }
 
-/// Per consumer: wrong rows by seed, the distribution, the worst seed.
-fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
-    println!();
-    println!("{:<6} {:<8} {:>8}  WRONG ROWS", "SEED", "VERDICT", "FAULTS");
+/// `; rate 198/200 ops/s, fault drift p99 0.02s`, and why the seed is off
+/// schedule if it is.
+fn schedule_text(schedule: &lossproof_executor::run::ScheduleRecord) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    if schedule.planned_ops_per_s > 0.0 {
+        let _ = write!(
+            text,
+            "; rate {:.0}/{:.0} ops/s",
+            schedule.achieved_ops_per_s, schedule.planned_ops_per_s
+        );
+    }
+    let _ = write!(
+        text,
+        "; fault drift p99 {:.2}s",
+        schedule.drift_p99_ms as f64 / 1000.0
+    );
+    if !schedule.on_schedule() {
+        let _ = write!(
+            text,
+            "; OFF SCHEDULE (not counted in the distribution): {}",
+            schedule.off.join("; ")
+        );
+    }
+    text
+}
+
+/// A consumer's snapshots in a seed: `careless 26/28 inconsistent (worst
+/// 663 keys)`, `correct 0/2 inconsistent`, or why they were not checked.
+fn consistency_text(c: &lossproof_executor::snapshots::ConsistencyRecord) -> String {
+    use std::fmt::Write as _;
+    if c.checked == 0 {
+        return format!(
+            "{} {}",
+            c.consumer,
+            c.note.as_deref().unwrap_or("none checked")
+        );
+    }
+    let mut text = format!(
+        "{} {}/{} inconsistent",
+        c.consumer, c.inconsistent, c.checked
+    );
+    if c.worst > 0 {
+        let _ = write!(text, " (worst {} keys)", c.worst);
+    }
+    if c.unchecked > 0 {
+        let _ = write!(text, ", {} unchecked", c.unchecked);
+    }
+    if let Some(note) = &c.note {
+        let _ = write!(text, " [{note}]");
+    }
+    text
+}
+
+/// A consumer's lag in a seed as `p99/max` seconds (`0.2/1.4s`).
+fn lag_text(freshness: &lossproof_executor::run::FreshnessRecord) -> String {
+    format!(
+        "{:.1}/{:.1}s",
+        freshness.p99_ms as f64 / 1000.0,
+        freshness.max_ms as f64 / 1000.0
+    )
+}
+
+/// One line per seed: verdict (`*`: off schedule), faults fired, each
+/// consumer's wrong rows and lag.
+fn print_seed_table(results: &[SeedRecord], consumers: &[String]) {
+    println!(
+        "{:<6} {:<8} {:>8}  WRONG ROWS (LAG p99/max)",
+        "SEED", "VERDICT", "FAULTS"
+    );
     for r in results {
         let wrong: Vec<String> = consumers
             .iter()
             .map(|c| {
+                let lag = r
+                    .lag_of(c)
+                    .map_or_else(String::new, |f| format!(" ({})", lag_text(f)));
                 r.wrong_rows
                     .get(c)
-                    .map_or_else(|| format!("{c} -"), |n| format!("{c} {n}"))
+                    .map_or_else(|| format!("{c} -{lag}"), |n| format!("{c} {n}{lag}"))
             })
             .collect();
         println!(
             "{:<6} {:<8} {:>8}  {}",
             r.seed,
-            format!("{:?}", r.verdict).to_uppercase(),
+            format!("{:?}{}", r.verdict, if r.on_schedule() { "" } else { "*" }).to_uppercase(),
             format!(
                 "{}/{}",
                 r.faults.iter().filter(|f| f.fired).count(),
@@ -566,42 +690,62 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
             wrong.join(", ")
         );
     }
+}
+
+/// Per consumer: wrong rows by seed, the distribution, the worst seed.
+fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
+    println!();
+    print_seed_table(results, consumers);
     let overheads: Vec<f64> = results
         .iter()
         .map(|r| r.timings.total_ms.saturating_sub(r.timings.load_ms) as f64 / 1000.0)
         .collect();
     if !overheads.is_empty() {
+        let mean = |each: fn(&SeedRecord) -> u64| {
+            results.iter().map(|r| each(r) as f64).sum::<f64>() / 1000.0 / results.len() as f64
+        };
         println!(
-            "per-seed overhead (wall time minus load): mean {:.1}s, max {:.1}s (drain {:.1}s, reconcile {:.1}s on average)",
+            "per-seed overhead (wall time minus load): mean {:.1}s, max {:.1}s (drain {:.1}s, reconcile {:.1}s, \
+             snapshots {:.1}s: the follower's last look and the check, on average)",
             overheads.iter().sum::<f64>() / overheads.len() as f64,
             overheads.iter().copied().fold(0.0, f64::max),
-            results
-                .iter()
-                .map(|r| r.timings.drain_ms as f64)
-                .sum::<f64>()
-                / 1000.0
-                / results.len() as f64,
-            results
-                .iter()
-                .map(|r| r.timings.reconcile_ms as f64)
-                .sum::<f64>()
-                / 1000.0
-                / results.len() as f64,
+            mean(|r| r.timings.drain_ms),
+            mean(|r| r.timings.reconcile_ms),
+            mean(|r| r.timings.snapshots_ms),
+        );
+    }
+    let off: Vec<String> = results
+        .iter()
+        .filter(|r| !r.on_schedule())
+        .map(|r| r.seed.to_string())
+        .collect();
+    if !off.is_empty() {
+        println!(
+            "* off schedule, not counted below (docs/run.md, \"On schedule\"): seed {}",
+            off.join(", ")
         );
     }
     println!();
     for consumer in consumers {
         let mut scored: Vec<(u64, u64)> = results
             .iter()
+            .filter(|r| r.on_schedule())
             .filter_map(|r| r.wrong_rows.get(consumer).map(|n| (*n, r.seed)))
             .collect();
         if scored.is_empty() {
-            println!("{consumer}: no seed was scored");
+            if off.is_empty() {
+                println!("{consumer}: no seed was scored");
+            } else {
+                println!(
+                    "{consumer}: no seed on schedule was scored ({} off schedule, marked *)",
+                    off.len()
+                );
+            }
             continue;
         }
         scored.sort_unstable();
         let values: Vec<u64> = scored.iter().map(|(n, _)| *n).collect();
-        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        let at = |q: f64| quantile(&values, q);
         let damaged = values.iter().filter(|n| **n > 0).count();
         let (worst, worst_seed) = scored[scored.len() - 1];
         println!(
@@ -620,10 +764,82 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
                 file.display()
             );
         }
+        if let Some(lag) = lag_line(results, consumer) {
+            println!("  {lag}");
+        }
+        if let Some(states) = snapshots_line(results, consumer) {
+            println!("  {states}");
+        }
         if let Some(races) = races_line(results, consumer) {
             println!("  {races}");
         }
     }
+}
+
+/// Consumer `consumer`'s lag over the seeds that measured it: the
+/// distribution of each seed's p99, and the worst moment.
+fn lag_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
+    let measured: Vec<(u64, &lossproof_executor::run::FreshnessRecord)> = results
+        .iter()
+        .filter(|r| r.on_schedule())
+        .filter_map(|r| r.lag_of(consumer).map(|f| (r.seed, f)))
+        .collect();
+    let (seed, worst) = measured.iter().max_by_key(|(_, f)| f.max_ms)?;
+    let mut p99s: Vec<u64> = measured.iter().map(|(_, f)| f.p99_ms).collect();
+    p99s.sort_unstable();
+    let s = |ms: u64| ms as f64 / 1000.0;
+    Some(format!(
+        "lag p99 over {} seeds: min {:.1}s median {:.1}s max {:.1}s; worst moment {:.1}s behind (seed {seed})",
+        p99s.len(),
+        s(quantile(&p99s, 0.0)),
+        s(quantile(&p99s, 0.5)),
+        s(quantile(&p99s, 1.0)),
+        s(worst.max_ms),
+    ))
+}
+
+/// Consumer `consumer`'s snapshots over the seeds that checked them: how
+/// many were not states the source had, and the seed with the most.
+fn snapshots_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
+    use std::fmt::Write as _;
+    let checked: Vec<(u64, &lossproof_executor::snapshots::ConsistencyRecord)> = results
+        .iter()
+        .filter(|r| r.on_schedule())
+        .filter_map(|r| {
+            r.consistency_of(consumer)
+                .filter(|c| c.checked > 0)
+                .map(|c| (r.seed, c))
+        })
+        .collect();
+    let (seed, worst) = checked
+        .iter()
+        .max_by_key(|(_, c)| (c.inconsistent, c.worst))?;
+    let states: u64 = checked.iter().map(|(_, c)| c.checked).sum();
+    let bad: u64 = checked.iter().map(|(_, c)| c.inconsistent).sum();
+    let unchecked: u64 = checked.iter().map(|(_, c)| c.unchecked).sum();
+    let in_seeds = checked.iter().filter(|(_, c)| c.inconsistent > 0).count();
+    let mut line = format!(
+        "snapshots over {} seeds: {bad} of {states} not a state the source had, in {in_seeds}/{} seeds",
+        checked.len(),
+        checked.len()
+    );
+    if worst.inconsistent > 0 {
+        let _ = write!(
+            line,
+            "; worst seed {seed} ({} inconsistent, up to {} wrong keys in one)",
+            worst.inconsistent, worst.worst
+        );
+    }
+    if unchecked > 0 {
+        let _ = write!(line, "; {unchecked} expired before they were read");
+    }
+    Some(line)
+}
+
+/// The value at share `q` of `sorted` (not empty), rounding to the nearest
+/// index: what the run report's min, median, p90 and max are.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 /// Consumer `consumer`'s commit races summed over the seeds (`compact

@@ -14,5 +14,6 @@ mod profile;
 mod registry;
 mod run;
 mod schema;
+mod snapshots;
 mod stack;
 mod support;

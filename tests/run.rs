@@ -133,8 +133,17 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
         "no consumer outlives the run"
     );
 
-    // The same seed plans the same timeline.
-    let (_, text, second) = run(&state, &input("short.lp"), "3", &state.join("second.json"));
+    // The same seed plans the same timeline. (`--no-html`: no report beside
+    // its record, where the first run has one.)
+    let (_, text, second) = run_with(
+        &state,
+        &input("short.lp"),
+        "3",
+        &["--consumers", "careless", "--no-html"],
+        &state.join("second.json"),
+    );
+    assert!(state.join("first.html").exists(), "{text}");
+    assert!(!state.join("second.html").exists(), "{text}");
     assert_eq!(
         first["results"][0]["planned"], second["results"][0]["planned"],
         "same seed, same timeline: {text}"
@@ -199,6 +208,11 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     );
     interrupted_seed_leaves_nothing(&state, Interruption::Panic);
     network_faults(&state);
+    freshness_follows_a_paused_consumer(&state);
+    snapshots_show_what_readers_saw(&state);
+    junk_and_copies_are_counted(&state);
+    capture_loss_is_charged_to_capture(&state);
+    a_slow_fault_delays_no_other(&state);
     a_scenario_that_must_fail_fails(&state);
     two_load_phases_continue_the_workload(&state);
     a_drain_between_phases_gates(&state);
@@ -211,6 +225,146 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     // connector and database (they carry its run id), which the tests
     // before would see.
     a_killed_run_leaves_no_process(&state);
+}
+
+/// Freshness as a reader sees it: the careless consumer paused for 5 s
+/// shows a lag of 5 s (plus what it had, within the probe's resolution),
+/// then recovers; the correct consumer, never paused, stays fresh, and its
+/// two measures (the probe's rows, the offsets its snapshots carry) agree.
+fn freshness_follows_a_paused_consumer(state: &Path) {
+    let (code, text, record) = run_with(
+        state,
+        &input("freshness.lp"),
+        "1",
+        &["--consumers", "careless,correct"],
+        &state.join("freshness.json"),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let seed = &record["results"][0];
+    let measured = |consumer: &str, method: &str| {
+        seed["freshness"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["consumer"] == consumer && f["method"] == method)
+            .unwrap_or_else(|| panic!("no {method} freshness for {consumer}: {seed:#}"))
+            .clone()
+    };
+    let lags = |f: &serde_json::Value| -> Vec<(u64, u64)> {
+        let numbers = |key: &str| -> Vec<u64> {
+            f[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_u64().unwrap())
+                .collect()
+        };
+        numbers("t_ms")
+            .into_iter()
+            .zip(numbers("lags_ms"))
+            .collect()
+    };
+    let faults = seed["faults"].as_array().unwrap();
+    let at = |i: usize| faults[i]["fired_ms"].as_u64().unwrap();
+    let (paused, resumed) = (at(0), at(1));
+    assert!(resumed - paused >= 4900, "{faults:#?}");
+
+    let careless = lags(&measured("careless", "probe"));
+    let before: Vec<u64> = careless
+        .iter()
+        .filter(|(t, _)| *t + 500 < paused)
+        .map(|(_, l)| *l)
+        .collect();
+    let baseline = *before.iter().max().unwrap();
+    // Just before it resumes, a reader is the pause behind (at least).
+    let held: Vec<u64> = careless
+        .iter()
+        .filter(|(t, _)| *t + 200 >= resumed && *t < resumed)
+        .map(|(_, l)| *l)
+        .collect();
+    assert!(
+        held.iter().all(|l| *l + 400 >= resumed - paused),
+        "paused {} ms, lag {held:?}: {careless:?}",
+        resumed - paused
+    );
+    let max = careless.iter().map(|(_, l)| *l).max().unwrap();
+    assert!(
+        max <= resumed - paused + baseline + 400,
+        "max {max} ms against a pause of {} ms and a lag of {baseline} ms before: {careless:?}",
+        resumed - paused
+    );
+    // It catches up: the last 2 s of the load are back under 2 s.
+    let end = careless.last().unwrap().0;
+    assert!(
+        careless
+            .iter()
+            .filter(|(t, _)| *t + 2000 >= end)
+            .all(|(_, l)| *l < 2000),
+        "{careless:?}"
+    );
+
+    let by_rows = lags(&measured("correct", "probe"));
+    let by_offsets = lags(&measured("correct", "offsets"));
+    assert_eq!(by_rows.len(), by_offsets.len());
+    for ((t, rows), (_, offsets)) in by_rows.iter().zip(&by_offsets) {
+        assert!(
+            rows.abs_diff(*offsets) <= 200,
+            "at {t} ms: {rows} ms by rows, {offsets} ms by offsets"
+        );
+    }
+    assert!(
+        by_rows.iter().all(|(_, l)| *l < resumed - paused),
+        "the correct consumer was never paused: {by_rows:?}"
+    );
+    for assertion in seed["assertions"].as_array().unwrap() {
+        assert_eq!(assertion["passed"], true, "{assertion:#}");
+    }
+    assert!(text.contains("lag p99/max careless"), "{text}");
+}
+
+/// Faults fire independently: while `restart connect` takes seconds, the
+/// kills planned meanwhile fire on time, each at its own planned moment.
+fn a_slow_fault_delays_no_other(state: &Path) {
+    let (code, text, record) = run(
+        state,
+        &input("slow-beside-fast.lp"),
+        "1",
+        &state.join("slow-beside-fast.json"),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let seed = &record["results"][0];
+    let faults = seed["faults"].as_array().unwrap();
+    let restart = faults
+        .iter()
+        .find(|f| f["fault"] == "restart")
+        .expect("the restart");
+    let (started, done) = (
+        restart["fired_ms"].as_u64().unwrap(),
+        restart["done_ms"].as_u64().unwrap(),
+    );
+    assert!(done - started >= 1000, "a slow fault: {restart:#}");
+    let kills: Vec<&serde_json::Value> = faults.iter().filter(|f| f["fault"] == "kill").collect();
+    assert_eq!(kills.len(), 9, "kill every 1s in [0s, 10s): {faults:#?}");
+    let meanwhile = kills
+        .iter()
+        .filter(|k| (started..done).contains(&k["fired_ms"].as_u64().unwrap()))
+        .count();
+    assert!(
+        meanwhile >= 1,
+        "kills fired while connect restarted: {faults:#?}"
+    );
+    for kill in &kills {
+        assert_eq!(kill["fired"], true, "{kill:#}");
+        assert!(
+            kill["drift_ms"].as_u64().unwrap() <= 500,
+            "on time whatever the restart does: {kill:#}"
+        );
+    }
+    assert!(
+        seed["schedule"]["off"].as_array().unwrap().is_empty(),
+        "{seed:#}"
+    );
+    assert!(text.contains("fault drift p99"), "{text}");
 }
 
 /// A run whose `lossproof` file is rebuilt or removed under it (a `cargo
@@ -452,8 +606,6 @@ fn shards_merge_into_one_report(state: &Path, first: &serde_json::Value) {
         merged.as_os_str(),
         "--junit".as_ref(),
         junit.as_os_str(),
-        "--html".as_ref(),
-        html.as_os_str(),
     ]);
     let text = format!(
         "{}{}",
@@ -484,7 +636,14 @@ fn shards_merge_into_one_report(state: &Path, first: &serde_json::Value) {
         xml.contains("seed 3: ") && xml.contains("seed 4: "),
         "{xml}"
     );
+    // The HTML report by default: beside the merged record, as beside
+    // each run's.
+    assert!(
+        text.contains(&format!("HTML report: {}", html.display())),
+        "{text}"
+    );
     assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    assert!(state.join("shard.html").exists(), "beside shard.json");
     let overlap = report(&[state.join("first.json").as_os_str(), merged.as_os_str()]);
     let text = String::from_utf8_lossy(&overlap.stderr);
     assert_eq!(overlap.status.code(), Some(2), "{text}");
@@ -561,27 +720,171 @@ fn report(args: &[&std::ffi::OsStr]) -> std::process::Output {
     crate::support::lossproof(&all)
 }
 
+/// Seed `seed` of `tests/inputs/run/NAME.lp` with the scenario's own
+/// consumers, which must PASS (exit 0): its result in the run record.
+fn passing_seed(state: &Path, name: &str, seed: &str) -> serde_json::Value {
+    let (code, text, record) = run_with(
+        state,
+        &input(&format!("{name}.lp")),
+        seed,
+        &[],
+        &state.join(format!("{name}.json")),
+    );
+    let result = record["results"][0].clone();
+    assert_eq!(result["verdict"], "PASS", "{text}\n{result:#}");
+    assert_eq!(code, Some(0), "{text}");
+    result
+}
+
+/// Consumer `consumer`'s snapshot counts in a seed's result.
+fn consistency_of(seed: &serde_json::Value, consumer: &str) -> serde_json::Value {
+    seed["consistency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == consumer)
+        .unwrap_or_else(|| panic!("no consistency for {consumer}: {seed:#}"))
+        .clone()
+}
+
 /// `set partitions 4`: topics with four partitions, both consumers reading
 /// all of them, the gate checking each; the correct consumer is clean
 /// through kills.
 fn four_partitions_per_topic(state: &Path) {
-    let (code, text, record) = run_with(
-        state,
-        &input("partitions.lp"),
-        "4",
-        &[],
-        &state.join("partitions.json"),
-    );
-    let seed = &record["results"][0];
-    assert_eq!(seed["verdict"], "PASS", "{text}\n{seed:#}");
+    let seed = &passing_seed(state, "partitions", "4");
     assert_eq!(seed["wrong_rows"]["correct"], 0, "{seed:#}");
-    assert_eq!(code, Some(0), "{text}");
     let run = seed["run"].as_str().unwrap();
     let log = std::fs::read_to_string(state.join("runs").join(run).join("correct.log")).unwrap();
     assert!(
-        log.contains("correct: 12 partitions of 3 topics"),
-        "three topics of four partitions: {log}"
+        log.contains("correct: 17 partitions of 5 topics"),
+        "three tables' topics and the freshness probe's, of four partitions each, and the \
+         transaction topic's one: {log}"
     );
+    // Committing at source transaction boundaries across four partitions of
+    // each table, through kills.
+    let correct = consistency_of(seed, "correct");
+    assert_eq!(correct["inconsistent"], 0, "{seed:#}");
+    assert!(correct["checked"].as_u64().unwrap_or(0) > 0, "{seed:#}");
+}
+
+/// Every snapshot checked against the source's states, on an update-only
+/// load of preloaded orders (tests/inputs/run/snapshots.lp). The careless
+/// consumer writes each batch of a table as two commits, a delete of every
+/// key in the batch then an append: in each of its delete snapshots the
+/// keys missing are exactly the keys it deleted (its log names the
+/// snapshot and the count), all `vanished`; its commits, one table at a
+/// time, show part of source transactions (`torn`, asserted in the
+/// scenario). The correct consumer, killed twice, publishes only states the
+/// source had (`expect consumer correct consistent`).
+fn snapshots_show_what_readers_saw(state: &Path) {
+    let seed = &passing_seed(state, "snapshots", "1");
+    let correct = consistency_of(seed, "correct");
+    assert_eq!(correct["inconsistent"], 0, "{correct:#}");
+    assert!(correct["checked"].as_u64().unwrap() >= 3, "{correct:#}");
+
+    // The careless consumer's own account of its delete commits.
+    let run = seed["run"].as_str().unwrap();
+    let log = std::fs::read_to_string(state.join("runs").join(run).join("careless.log")).unwrap();
+    let deleted: std::collections::HashMap<i64, (String, u64)> = log
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("careless: ")?;
+            let (table, rest) = rest.split_once(": ")?;
+            let table = table.rsplit('.').next()?.to_owned();
+            let (_, rest) = rest.split_once(" -> deleted ")?;
+            let (keys, rest) = rest.split_once(" keys (snapshot ")?;
+            let (snapshot, _) = rest.split_once(')')?;
+            Some((snapshot.parse().ok()?, (table, keys.parse().ok()?)))
+        })
+        .collect();
+    let mut compared = 0;
+    for state in seed["snapshots"].as_array().unwrap() {
+        let tables = state["tables"].as_array().unwrap();
+        // After the workload's first second (its initial customers and
+        // their orders are inserts): every key a batch updates was in the
+        // lake (the preload reached every lake before the phases) and in
+        // the source.
+        if state["consumer"] != "careless"
+            || state["operation"] != "delete"
+            || state["committed_ms"].as_u64().unwrap() < 3000
+            || tables.len() != 1
+        {
+            continue;
+        }
+        let Some((table, keys)) = deleted.get(&state["snapshot"].as_i64().unwrap()) else {
+            continue;
+        };
+        if table == "lossproof_probe" {
+            continue;
+        }
+        assert_eq!(tables[0], table.as_str(), "{state:#}");
+        assert_eq!(
+            state["vanished"].as_u64(),
+            Some(*keys),
+            "the keys its delete commit removed, and no other: {state:#}"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 3, "{compared} delete commits compared: {log}");
+}
+
+/// `inject junk` and `duplicate 20%` count what they produce, so the
+/// correct consumer's dead letters can be asserted exactly (the scenario's
+/// assertions: one per junk record on the topics, copies of junk included,
+/// with the stream redelivered on top), and the share copied is 20% of
+/// what `duplicate` could copy (never its own copies).
+fn junk_and_copies_are_counted(state: &Path) {
+    let seed = &passing_seed(state, "junk-copies", "1");
+    let faults = seed["faults"].as_array().unwrap();
+    let counts = |fault: &str| -> Vec<serde_json::Value> {
+        faults
+            .iter()
+            .filter(|f| f["fault"] == fault)
+            .map(|f| f["counts"].clone())
+            .collect()
+    };
+    let injected = counts("inject-junk");
+    assert_eq!(injected.len(), 3, "every 6s in 20s: at 6, 12 and 18 s");
+    for junk in &injected {
+        assert_eq!(junk["junk"], 5, "{junk:#}");
+        assert_eq!(junk["send_errors"], 0, "{junk:#}");
+    }
+    let [duplicate] = counts("duplicate").try_into().unwrap();
+    let could = duplicate["considered"].as_u64().unwrap();
+    let sent = duplicate["copied"].as_u64().unwrap() + duplicate["junk"].as_u64().unwrap();
+    assert!(could > 1000, "{duplicate:#}");
+    assert!(
+        (sent as f64 / could as f64 - 0.2).abs() < 0.03,
+        "{duplicate:#}"
+    );
+    assert!(
+        duplicate["junk"].as_u64().unwrap() <= 15,
+        "copies of junk are of the 15 injected: {duplicate:#}"
+    );
+}
+
+/// A dropped slot, then a re-created connector: the changes made in
+/// between never reach the topics. The keys they left wrong in both lakes
+/// are capture's loss (the `capture_loss` table, the seed's line), and
+/// neither consumer is charged for them (the scenario asserts the correct
+/// consumer clean and the loss shared by both).
+fn capture_loss_is_charged_to_capture(state: &Path) {
+    let (code, text, record) = run(
+        state,
+        &input("capture-loss.lp"),
+        "1",
+        &state.join("capture-loss.json"),
+    );
+    let seed = &record["results"][0];
+    assert_eq!(seed["verdict"], "PASS", "{text}\n{seed:#}");
+    assert_eq!(code, Some(0), "{text}");
+    let lost = seed["capture_loss"].as_array().unwrap();
+    assert!(!lost.is_empty(), "{seed:#}");
+    for row in lost {
+        assert!(row["xid"].as_i64().is_some_and(|x| x > 0), "{row:#}");
+    }
+    assert_eq!(seed["wrong_rows"]["correct"], 0, "{seed:#}");
+    assert!(text.contains("capture lost "), "{text}");
 }
 
 /// A drain between phases gates like the final one: the connector paused
@@ -947,6 +1250,11 @@ fn interrupted_seed_leaves_nothing(state: &Path, how: Interruption) {
 /// fails the smoke test until the list says so.
 const NOT_RUNNABLE_YET: &[&str] = &[];
 
+/// Shipped scenarios whose assertions are about time itself (a lag under
+/// 3 s, a phase's window on the seed's clock): a tenth of their time would
+/// test something else, so the smoke run runs them at full length.
+const FULL_LENGTH: &[&str] = &["freshness.lp"];
+
 /// CI's smoke run: every shipped scenario, seed 1, the consumers it names,
 /// at a tenth of its time (`--time-scale 0.1`), end to end on the real
 /// stack; each must PASS, which for the shipped scenarios means what they
@@ -972,11 +1280,16 @@ fn every_shipped_scenario_passes_time_scaled() {
         let out = state.join(format!("{name}.json"));
         let html = state.join(format!("{name}.html"));
         let started = Instant::now();
+        let scale = if FULL_LENGTH.contains(&name) {
+            "1"
+        } else {
+            "0.1"
+        };
         let (code, text, record) = run_with(
             &state,
             file.to_str().unwrap(),
             "1",
-            &["--time-scale", "0.1", "--html", html.to_str().unwrap()],
+            &["--time-scale", scale, "--html", html.to_str().unwrap()],
             &out,
         );
         eprintln!(
@@ -991,12 +1304,33 @@ fn every_shipped_scenario_passes_time_scaled() {
         }
         let seed = &record["results"][0];
         if code != Some(0) || seed["verdict"] != "PASS" {
+            // What the record says beyond the text: the diff's samples, the
+            // capture check, the inconsistent states (the state dir goes
+            // with the test).
+            let inconsistent: Vec<&serde_json::Value> = seed["snapshots"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .filter(|s| s["consistent"] == false)
+                        .take(6)
+                        .collect()
+                })
+                .unwrap_or_default();
             failed.push(format!(
-                "{name}: exit {code:?}, verdict {}, reason {}:\n{text}",
-                seed["verdict"], seed["reason"]
+                "{name}: exit {code:?}, verdict {}, reason {}:\n{text}\n\
+                 diff samples: {:#}\ncapture: {:#} {:#}\ninconsistent states (first 6): {inconsistent:#?}",
+                seed["verdict"],
+                seed["reason"],
+                seed["samples"],
+                seed["capture_loss"],
+                seed["capture_note"]
             ));
         }
-        assert_eq!(record["time_scale"], 0.1, "{name}: recorded");
+        assert_eq!(
+            record["time_scale"].as_f64(),
+            scale.parse::<f64>().ok(),
+            "{name}: recorded"
+        );
         // The report renders in a browser without a console message, with
         // every section and each consumer's name whole.
         let dom = crate::support::chromium_render(&html, &state.join(format!("{name}.png")));
@@ -1005,6 +1339,7 @@ fn every_shipped_scenario_passes_time_scaled() {
             "Distribution over seeds",
             "faults over time",
             "what the damage looks like",
+            "<h2>Freshness</h2>",
             "<figcaption><b>careless</b>",
             "<figcaption><b>correct</b>",
         ] {

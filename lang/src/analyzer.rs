@@ -844,10 +844,14 @@ impl<'a> Run<'a, '_> {
         for name in names {
             let body = self.fragments[&name].body.clone();
             let before = self.actions.len();
+            // Checked against the tables at the start; a use checks it
+            // again where it lands in the timeline.
+            let tables = self.workload.clone();
             self.expanding.push(name);
             self.statements(&body.statements, 0, (0, UNKNOWN_MS), &[]);
             self.expanding.pop();
             self.actions.truncate(before);
+            self.workload = tables;
         }
     }
 
@@ -991,6 +995,9 @@ impl<'a> Run<'a, '_> {
 
     fn action(&mut self, action: &ast::Action, phase: usize, window: (u64, u64), used_at: &[Span]) {
         let resolved = self.resolve_fault(action);
+        if let Some((fault, matched)) = &resolved {
+            self.follow_columns(fault, matched);
+        }
         let schedule = self.schedule(action, window.1 - window.0, used_at);
         if let (Some((fault, matched)), Some((schedule, chance))) = (resolved, schedule) {
             self.actions.push(PlannedAction {
@@ -1005,6 +1012,53 @@ impl<'a> Run<'a, '_> {
                 span: action.span,
                 used_at: used_at.to_vec(),
             });
+        }
+    }
+
+    /// Columns follow the timeline: each statement is checked against the
+    /// tables as the alterations written before it left them, so `drop
+    /// column note` then `add column note` is the migration it is, and a
+    /// column added (or renamed) can be widened or dropped later. Only the
+    /// checks see this: the plan's workload is the tables at the start.
+    fn follow_columns(&mut self, fault: &str, matched: &Matched) {
+        let name = |param: &str| match matched.args.get(param) {
+            Some(crate::plan::ArgValue::Name(n)) => Some(n.clone()),
+            _ => None,
+        };
+        let (Some(table), Some(column)) = (name("table"), name("column")) else {
+            return;
+        };
+        let Some(table) = self
+            .workload
+            .to_mut()
+            .tables
+            .iter_mut()
+            .find(|t| t.name == table)
+        else {
+            return;
+        };
+        let existing = table.columns.iter().position(|c| c.name == column);
+        match (fault, existing) {
+            ("add-column", None) => table.columns.push(crate::vocabulary::ColumnSig {
+                name: column,
+                sql_type: crate::column_type::ColumnType::Text,
+                not_null: false,
+                large: false,
+            }),
+            ("drop-column", Some(at)) => {
+                table.columns.remove(at);
+            }
+            ("rename-column", Some(at)) => {
+                if let Some(new_name) = name("new_name") {
+                    table.columns[at].name = new_name;
+                }
+            }
+            ("widen-column", Some(at)) => {
+                if let Some(wider) = table.columns[at].sql_type.widens_to() {
+                    table.columns[at].sql_type = wider;
+                }
+            }
+            _ => {}
         }
     }
 

@@ -707,6 +707,7 @@ fn describe(rule: Rule) -> (&'static str, Option<&'static str>) {
         | Rule::action_word => ("a fault such as `kill consumer`", None),
         Rule::nl | Rule::sep => ("a new line or `;`", None),
         Rule::comment => ("a comment", None),
+        Rule::bom => ("a byte order mark", None),
         Rule::scenario_decl => ("`scenario NAME`", None),
         Rule::workload_decl => ("`workload NAME …`", None),
         Rule::consumers_decl => ("`consumers NAME, …`", None),

@@ -54,6 +54,10 @@ pub struct RowChange {
     pub lsn: u64,
     /// `source.txId`.
     pub tx_id: Option<i64>,
+    /// The envelope's `transaction` block (`provide.transaction.metadata`):
+    /// the transaction's id and this event's place in it; `None` for
+    /// snapshot reads and without transaction metadata.
+    pub transaction: Option<TxPosition>,
     /// The first element of `source.sequence` (`["lastCommitLsn","lsn"]`):
     /// the commit LSN of the transaction Debezium streamed BEFORE this
     /// change's. `None` for snapshot reads and for the first transaction
@@ -63,10 +67,109 @@ pub struct RowChange {
     /// `first`, `first_in_data_collection`, `last_in_data_collection`,
     /// `last`); `false` and `incremental` are not.
     pub snapshot: bool,
+    /// `source.snapshot` is `first` or `last`: the first or last read of a
+    /// blocking snapshot.
+    pub snapshot_first: bool,
+    pub snapshot_last: bool,
     /// The row schema as (column, type) pairs: a new column or a widened
     /// type changes it. Empty for schemaless JSON. Shared by every change
     /// decoded with the same writer schema.
     pub columns: std::sync::Arc<[(String, String)]>,
+}
+
+/// A change event's place in its source transaction (Debezium's
+/// `transaction` block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxPosition {
+    /// The transaction: [`transaction_key`] of `transaction.id`.
+    pub id: String,
+    /// `transaction.total_order`: 1 to the transaction's event count.
+    pub total_order: u64,
+}
+
+impl TxPosition {
+    /// From the `transaction` block read as a row.
+    fn of(block: &Row) -> Option<Self> {
+        let id = match block.get("id")? {
+            Cell::Text(id) => transaction_key(id).to_owned(),
+            _ => return None,
+        };
+        let total_order = match block.get("total_order")? {
+            Cell::Int(n) => u64::try_from(*n).ok()?,
+            _ => return None,
+        };
+        Some(Self { id, total_order })
+    }
+}
+
+/// The part of a Debezium transaction id that names the transaction. On
+/// PostgreSQL the id is `"<xid>:<lsn>"` where the LSN is each record's own
+/// (measured with Debezium 3.1: a transaction's BEGIN, END and every event
+/// carry a different one): the xid names it (unique in a seed: no
+/// wraparound within one). Elsewhere, the whole id.
+#[must_use]
+pub fn transaction_key(id: &str) -> &str {
+    id.split_once(':').map_or(id, |(xid, _)| xid)
+}
+
+/// A record of the transaction topic (`<prefix>.transaction`): a source
+/// transaction's BEGIN, or its END with how many change events it wrote to
+/// each table (`"public.orders"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxMarker {
+    Begin {
+        id: String,
+        /// The LSN in the record's id (`<xid>:<lsn>` on PostgreSQL).
+        lsn: Option<u64>,
+    },
+    End {
+        id: String,
+        counts: Vec<(String, u64)>,
+        lsn: Option<u64>,
+    },
+}
+
+/// Decode a transaction-topic record (Avro).
+///
+/// # Errors
+/// Not framed, an unknown schema, or not a BEGIN/END record.
+pub fn decode_transaction<'s>(
+    value: Option<&[u8]>,
+    schema: &dyn Fn(u32) -> Option<&'s WriterSchema>,
+) -> Result<TxMarker, DecodeError> {
+    let value = value.ok_or(DecodeError::Empty)?;
+    let (id, body, writer) = framed(value, schema)?;
+    let json = cell_tree(&generic(id, body, writer)?, writer.schema, &writer.names);
+    let not = |why: &str| DecodeError::NotAnEnvelope(format!("transaction record: {why}"));
+    let full = json["id"].as_str().ok_or_else(|| not("no id"))?;
+    let tx = transaction_key(full).to_owned();
+    let lsn = full.split_once(':').and_then(|(_, lsn)| lsn.parse().ok());
+    match json["status"].as_str() {
+        Some("BEGIN") => Ok(TxMarker::Begin { id: tx, lsn }),
+        Some("END") => {
+            let counts = json["data_collections"]
+                .as_array()
+                .ok_or_else(|| not("an END without data_collections"))?
+                .iter()
+                .map(|c| {
+                    let name = c["data_collection"]
+                        .as_str()
+                        .ok_or_else(|| not("a collection without a name"))?;
+                    let count = c["event_count"]
+                        .as_u64()
+                        .or_else(|| c["event_count"].as_str().and_then(|t| t.parse().ok()))
+                        .ok_or_else(|| not("a collection without event_count"))?;
+                    Ok((name.to_owned(), count))
+                })
+                .collect::<Result<_, DecodeError>>()?;
+            Ok(TxMarker::End {
+                id: tx,
+                counts,
+                lsn,
+            })
+        }
+        other => Err(not(&format!("status {other:?}"))),
+    }
 }
 
 /// What a change-topic record decodes to.
@@ -287,9 +390,10 @@ pub fn decode_avro<'s>(
         let envelope = compiled
             .read_envelope(&mut body)
             .map_err(|reason| DecodeError::Avro { id, reason })?;
-        let source = envelope
+        let mut source = envelope
             .source
             .ok_or_else(|| DecodeError::NotAnEnvelope("no `source`".into()))?;
+        source.transaction = envelope.transaction;
         let Some(op) = envelope.op else {
             return Err(DecodeError::NotAnEnvelope("`op` is not a string".into()));
         };
@@ -322,12 +426,14 @@ pub fn decode_avro<'s>(
         Some(Cell::Text(op)) => op,
         other => return Err(DecodeError::NotAnEnvelope(format!("`op` is {other:?}"))),
     };
+    let mut source = compiled::Source::from_json(&source);
+    source.transaction = row("transaction")?.as_ref().and_then(TxPosition::of);
     change(
         &op,
         key,
         row("before")?,
         row("after")?,
-        compiled::Source::from_json(&source),
+        source,
         writer.columns.clone(),
     )
 }
@@ -370,12 +476,16 @@ pub fn decode_json(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ChangeRec
     let op = envelope["op"]
         .as_str()
         .ok_or_else(|| DecodeError::NotAnEnvelope("no `op`".into()))?;
+    let mut source = compiled::Source::from_json(&envelope["source"]);
+    source.transaction = json_row(&envelope["transaction"])
+        .as_ref()
+        .and_then(TxPosition::of);
     change(
         op,
         key,
         json_row(&envelope["before"]),
         json_row(&envelope["after"]),
-        compiled::Source::from_json(&envelope["source"]),
+        source,
         Vec::new().into(),
     )
 }
@@ -418,7 +528,10 @@ fn change(
         after,
         lsn,
         tx_id: source.tx_id,
+        transaction: source.transaction,
         last_commit_lsn: source.sequence.as_deref().and_then(last_commit_lsn),
+        snapshot_first: source.snapshot.as_deref() == Some("first"),
+        snapshot_last: source.snapshot.as_deref() == Some("last"),
         snapshot: matches!(
             source.snapshot.as_deref(),
             Some(
@@ -569,6 +682,12 @@ fn cell_tree<'a>(value: &'a Avro, schema: &'a Schema, names: &Names<'a>) -> Json
                 .iter()
                 .zip(&record.fields)
                 .map(|((n, v), f)| (n.clone(), cell_tree(v, &f.schema, names)))
+                .collect(),
+        ),
+        (Avro::Array(items), Schema::Array(array)) => Json::Array(
+            items
+                .iter()
+                .map(|v| cell_tree(v, &array.items, names))
                 .collect(),
         ),
         (v, s) => cell_json(cell(v, s, names)),

@@ -60,6 +60,14 @@ impl CaptureNames {
     pub fn topic(&self, schema: &str, table: &str) -> String {
         format!("{}.{schema}.{table}", self.topic_prefix)
     }
+
+    /// The transaction topic: each source transaction's BEGIN and END (with
+    /// its event count per table), in commit order, one partition
+    /// (`provide.transaction.metadata`).
+    #[must_use]
+    pub fn transaction_topic(&self) -> String {
+        format!("{}.transaction", self.topic_prefix)
+    }
 }
 
 /// How events are encoded on the topics.
@@ -99,6 +107,11 @@ pub fn config(
         "publication.autocreate.mode": "filtered",
         "table.include.list": tables.iter().copied().chain([HEARTBEAT_TABLE]).collect::<Vec<_>>().join(","),
         "topic.prefix": names.topic_prefix,
+        // BEGIN and END of every source transaction on
+        // `<prefix>.transaction`, and each change event's transaction id and
+        // place in it: what lets a consumer commit only at transaction
+        // boundaries (the correct consumer does; docs/consumers.md).
+        "provide.transaction.metadata": "true",
         // Heartbeats (a write to the heartbeat table, captured) move the
         // slot's confirmed LSN even when the workload's tables are quiet:
         // the drained check depends on it.

@@ -56,7 +56,9 @@ mod commit;
 mod compact;
 #[cfg(feature = "aws")]
 mod glue;
+pub mod history;
 mod maintenance;
+pub mod mirror;
 mod ordered;
 pub mod read;
 pub mod rest;
@@ -250,6 +252,41 @@ impl Lake {
         self.manifests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Where each table of `namespace` has its current metadata, by table
+    /// name, in one read of the catalog: what a follower checks before it
+    /// loads a table (a load reads and parses the whole metadata file).
+    /// `None` where the catalog has no cheap way to say (Glue, REST): load
+    /// the tables.
+    ///
+    /// # Errors
+    /// When the SQL catalog cannot be read.
+    pub async fn metadata_locations(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<HashMap<String, String>>> {
+        match &self.backend {
+            Backend::Sql { db, .. } => {
+                let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+                    "SELECT table_name, metadata_location FROM iceberg_tables \
+                     WHERE catalog_name = ? AND table_namespace = ?",
+                )
+                .bind(CATALOG_NAME)
+                .bind(namespace)
+                .fetch_all(db)
+                .await
+                .map_err(|e| Error::Setup(format!("read the lake catalog: {e}")))?;
+                Ok(Some(
+                    rows.into_iter()
+                        .filter_map(|(table, location)| Some((table, location?)))
+                        .collect(),
+                ))
+            }
+            #[cfg(feature = "aws")]
+            Backend::Glue(_) => Ok(None),
+            Backend::Rest(_) => Ok(None),
+        }
     }
 
     /// The iceberg catalog (namespaces, tables, commits).

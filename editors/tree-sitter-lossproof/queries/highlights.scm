@@ -158,7 +158,8 @@
 ; shorthands
 ((identifier) @keyword.operator
   (#any-of? @keyword.operator
-    "clean" "damaged" "most" "wrong" "fault" "fired"))
+    "clean" "damaged" "most" "wrong" "fresh" "of" "the" "time" "consistent"
+    "fault" "fired"))
 
 ; fault_words
 ((identifier) @keyword.operator
@@ -186,8 +187,8 @@
   (identifier) @type.builtin
   (#any-of? @type.builtin
     "smallint" "integer" "bigint" "numeric" "real" "double" "boolean" "text"
-    "varchar" "char" "uuid" "date" "time" "timestamp" "timestamptz" "interval"
-    "json" "jsonb" "bytea" "precision"))
+    "varchar" "char" "uuid" "date" "timestamp" "timestamptz" "interval" "json"
+    "jsonb" "bytea" "precision"))
 
 ; units
 ((unit) @number.unit

@@ -38,7 +38,7 @@ syntax keyword lpWorkloadParam rate connections customers rows mix preload inser
 syntax keyword lpWorkloadParam cascade
 syntax keyword lpSetting consumer_batch autocommit_interval replica_identity compaction_every
 syntax keyword lpSetting partitions
-syntax keyword lpShorthand clean damaged most wrong fault fired
+syntax keyword lpShorthand clean damaged most wrong fresh of the time consistent fault fired
 syntax keyword lpFaultWord widen add column rename to from start slot network jitter for kilobytes
 syntax keyword lpFaultWord per second close junk into topic messages snapshots nightly
 syntax keyword lpConsumerClause contained command offsets in group lake reads topics source mirror
@@ -46,8 +46,8 @@ syntax keyword lpConsumerClause contained changelog
 syntax keyword lpTableWord contained primary key foreign references on not null large replica
 syntax keyword lpTableWord contained identity full default
 syntax keyword lpColumnType contained smallint integer bigint numeric real double boolean text
-syntax keyword lpColumnType contained varchar char uuid date time timestamp timestamptz interval
-syntax keyword lpColumnType contained json jsonb bytea precision
+syntax keyword lpColumnType contained varchar char uuid date timestamp timestamptz interval json
+syntax keyword lpColumnType contained jsonb bytea precision
 let s:lp_units = 'ms|s|m|h'
 " END GENERATED vocabulary
 

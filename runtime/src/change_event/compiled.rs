@@ -50,6 +50,9 @@ pub(super) struct Source {
     pub tx_id: Option<i64>,
     pub sequence: Option<String>,
     pub snapshot: Option<String>,
+    /// The envelope's `transaction` block (a sibling of `source`, kept
+    /// here to reach the change with it).
+    pub transaction: Option<super::TxPosition>,
 }
 
 impl Source {
@@ -63,6 +66,7 @@ impl Source {
             tx_id: source["txId"].as_i64(),
             sequence: text("sequence"),
             snapshot: text("snapshot"),
+            transaction: None,
         }
     }
 }
@@ -81,6 +85,7 @@ pub(super) enum EnvelopeField {
     Before(Node),
     After(Node),
     Source(Vec<(Option<SourceField>, Node)>),
+    Transaction(Node),
     Op(Node),
     Other(Node),
 }
@@ -98,6 +103,7 @@ pub(super) struct Envelope {
     pub before: Option<Row>,
     pub after: Option<Row>,
     pub source: Option<Source>,
+    pub transaction: Option<super::TxPosition>,
 }
 
 /// Nesting deeper than any Debezium schema (and a guard against recursive
@@ -125,6 +131,7 @@ impl Compiled {
                 "before" => EnvelopeField::Before(compiled),
                 "after" => EnvelopeField::After(compiled),
                 "op" => EnvelopeField::Op(compiled),
+                "transaction" => EnvelopeField::Transaction(compiled),
                 "source" => {
                     let Node::Record(parts) = compiled else {
                         return None;
@@ -168,6 +175,7 @@ impl Compiled {
             before: None,
             after: None,
             source: None,
+            transaction: None,
         };
         for field in fields {
             match field {
@@ -201,6 +209,9 @@ impl Compiled {
                         }
                     }
                     out.source = Some(source);
+                }
+                EnvelopeField::Transaction(node) => {
+                    out.transaction = row(node, body)?.as_ref().and_then(super::TxPosition::of);
                 }
                 EnvelopeField::Other(node) => skip(node, body)?,
             }

@@ -59,6 +59,8 @@ pub struct Commit {
     properties: HashMap<String, String>,
     data_sequence_number: Option<i64>,
     keep_snapshots: Option<usize>,
+    /// The snapshot's timestamp (ms since the epoch); now when `None`.
+    timestamp_ms: Option<i64>,
 }
 
 impl Commit {
@@ -131,6 +133,7 @@ impl Commit {
             properties: HashMap::new(),
             data_sequence_number: None,
             keep_snapshots: None,
+            timestamp_ms: None,
         }
     }
 }
@@ -234,9 +237,13 @@ impl Lake {
         commits: Vec<(&Table, Commit)>,
     ) -> Result<Vec<Table>, CommitError> {
         // Staged side by side: each writes its own manifests and metadata
-        // file (nothing is visible until the swap).
+        // file (nothing is visible until the swap). Their snapshots share
+        // one timestamp: one catalog commit, as a follower of the tables
+        // groups them (docs/run.md, "Snapshots").
+        let now = now_ms();
         let staged = futures_util::future::try_join_all(commits.into_iter().map(
-            |(base, commit)| async move {
+            |(base, mut commit)| async move {
+                commit.timestamp_ms = Some(now);
                 let metadata = self.stage(base, commit).await?;
                 let swap = write_next(base, &metadata).await?;
                 Ok::<_, CommitError>((base, metadata, swap))
@@ -415,7 +422,7 @@ impl Lake {
             .with_sequence_number(sequence_number)
             .with_summary(summary)
             .with_schema_id(meta.current_schema_id())
-            .with_timestamp_ms(now_ms());
+            .with_timestamp_ms(commit.timestamp_ms.unwrap_or_else(now_ms));
         let snapshot = match next_row_id {
             Some(next) => snapshot
                 .with_row_range(meta.next_row_id(), next - meta.next_row_id())

@@ -120,6 +120,20 @@ pub struct Counts {
     pub by_kind: BTreeMap<DiffKind, u64>,
 }
 
+impl Counts {
+    /// Count one row of `kind` less (a row moved out of the diff, or to
+    /// another kind).
+    pub fn take_one(&mut self, kind: DiffKind) {
+        if let Some(n) = self.by_kind.get_mut(&kind) {
+            *n = n.saturating_sub(1);
+        }
+        self.by_kind.retain(|_, n| *n > 0);
+        if kind.is_damage() {
+            self.wrong = self.wrong.saturating_sub(1);
+        }
+    }
+}
+
 /// Counts of several shares of one comparison (key ranges), summed.
 impl std::ops::AddAssign<&Counts> for Counts {
     fn add_assign(&mut self, part: &Counts) {

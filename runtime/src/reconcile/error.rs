@@ -44,6 +44,12 @@ pub enum Error {
     /// judge (two rows for `is true`, a string for `< 5`).
     #[error("{0}")]
     Judge(String),
+    /// A topic could not be read to its end (the capture check).
+    #[error("topic {0}")]
+    Topic(String),
+    /// The source's history did not read back as written.
+    #[error("source history: {0}")]
+    History(String),
 }
 
 /// What PostgreSQL said (severity, message, detail, hint), or the

@@ -225,11 +225,11 @@ async fn lake_behind(
         let table = iceberg::Catalog::load_table(lake.catalog(), &ident)
             .await
             .map_err(|e| Invalid::Unreachable(format!("{ident}: {e}")))?;
-        let stored = crate::lake::latest_properties(&table, OFFSET_PROPERTY_PREFIX);
+        let stored = stored_offsets(&table);
         for ((topic, partition), end) in ends.iter().filter(|((t, _), _)| c.topics.contains(t)) {
             let stored = stored
-                .get(&format!("{OFFSET_PROPERTY_PREFIX}{topic}.{partition}"))
-                .and_then(|v| v.parse().ok())
+                .get(&(topic.clone(), *partition))
+                .copied()
                 .unwrap_or(0);
             if *end > 0 && stored < *end {
                 return Ok(Some(Invalid::LakeBehind {
@@ -242,6 +242,24 @@ async fn lake_behind(
         }
     }
     Ok(None)
+}
+
+/// The Kafka offsets a writer stored in `table`'s snapshots
+/// (`lossproof.offset.<topic>.<partition>` = the next offset to read), the
+/// latest of each along the current snapshot's ancestry, by (topic,
+/// partition); a value that does not read as an offset is left out.
+#[must_use]
+pub fn stored_offsets(table: &iceberg::table::Table) -> HashMap<(String, i32), i64> {
+    crate::lake::latest_properties(table, OFFSET_PROPERTY_PREFIX)
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let (topic, partition) = key.strip_prefix(OFFSET_PROPERTY_PREFIX)?.rsplit_once('.')?;
+            Some((
+                (topic.to_owned(), partition.parse().ok()?),
+                value.parse().ok()?,
+            ))
+        })
+        .collect()
 }
 
 /// The partitions of `topic` (as the broker's metadata has them now).

@@ -180,13 +180,9 @@ pub(crate) async fn mark_in_flight(
             .flatten()
             .is_some_and(|tx| !snapshot.sees(tx));
         if unseen && row.kind != DiffKind::Duplicate {
-            if let Some(n) = counts.by_kind.get_mut(&row.kind) {
-                *n -= 1;
-            }
-            counts.by_kind.retain(|_, n| *n > 0);
+            counts.take_one(row.kind);
             row.kind = DiffKind::InFlight;
             *counts.by_kind.entry(DiffKind::InFlight).or_default() += 1;
-            counts.wrong -= 1;
         }
     }
     Ok(())

@@ -22,6 +22,7 @@
 //! the source's columns are compared (a column the lake lacks is NULL).
 
 pub mod canonical;
+pub mod capture;
 pub mod changelog;
 pub mod diff;
 mod error;
@@ -29,6 +30,7 @@ pub mod gate;
 pub mod live;
 pub mod merge;
 pub mod source;
+pub mod states;
 pub mod tables;
 
 use std::collections::HashMap;
@@ -490,34 +492,46 @@ impl<'t> LakeReader<'t> {
         let Some(batch) = futures_util::TryStreamExt::try_next(&mut self.stream).await? else {
             return Ok(None);
         };
-        let table = self.table;
-        let renderers = table
-            .columns
-            .iter()
-            .map(|(name, kind)| match batch.column_by_name(name) {
-                Some(array) => canonical::arrow_renderer_for(array, *kind)
-                    .map(Some)
-                    .map_err(|source| Error::Column {
-                        table: table.name.clone(),
-                        column: name.clone(),
-                        source,
-                    }),
-                None => Ok(None),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut out = Vec::with_capacity(batch.num_rows());
-        for row in 0..batch.num_rows() {
-            let Ok(keyed) = self.layout.write(|i, out| {
-                match &renderers[i] {
-                    Some(render) => render(row, out),
-                    None => out.push_str(canonical::NULL),
-                }
-                Ok::<_, std::convert::Infallible>(())
-            });
-            out.push(keyed);
-        }
-        Ok(Some(out))
+        keyed_rows(self.table, &mut self.layout, &batch).map(Some)
     }
+}
+
+/// `batch`'s rows (a lake's, by column name), canonical over `table`'s
+/// columns in `layout` (a column the batch lacks is NULL).
+///
+/// # Errors
+/// A column whose type the canonical form does not cover.
+pub fn keyed_rows(
+    table: &SourceTable,
+    layout: &mut canonical::Layout<'_>,
+    batch: &RecordBatch,
+) -> Result<Vec<canonical::Keyed>, Error> {
+    let renderers = table
+        .columns
+        .iter()
+        .map(|(name, kind)| match batch.column_by_name(name) {
+            Some(array) => canonical::arrow_renderer_for(array, *kind)
+                .map(Some)
+                .map_err(|source| Error::Column {
+                    table: table.name.clone(),
+                    column: name.clone(),
+                    source,
+                }),
+            None => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        let Ok(keyed) = layout.write(|i, out| {
+            match &renderers[i] {
+                Some(render) => render(row, out),
+                None => out.push_str(canonical::NULL),
+            }
+            Ok::<_, std::convert::Infallible>(())
+        });
+        out.push(keyed);
+    }
+    Ok(out)
 }
 
 impl Reconciliation {
@@ -526,6 +540,31 @@ impl Reconciliation {
     #[must_use]
     pub fn clean(&self) -> bool {
         self.diff.iter().all(|d| !d.kind.is_damage())
+    }
+
+    /// Take the diff rows of the keys capture lost ([`capture::lost`]) out
+    /// of the diff and out of the consumers' counts: no consumer could have
+    /// had those keys right. The rows taken, in diff order.
+    pub fn set_aside(&mut self, lost: &[capture::Lost]) -> Vec<DiffRow> {
+        let lost: std::collections::HashSet<(&str, &str)> = lost
+            .iter()
+            .map(|l| (l.table.as_str(), l.key.as_str()))
+            .collect();
+        let (taken, kept): (Vec<DiffRow>, Vec<DiffRow>) = std::mem::take(&mut self.diff)
+            .into_iter()
+            .partition(|d| lost.contains(&(d.table.as_str(), d.key.as_str())));
+        self.diff = kept;
+        for row in &taken {
+            let Some(summary) = self
+                .summary
+                .iter_mut()
+                .find(|s| s.consumer == row.consumer && s.table == row.table)
+            else {
+                continue;
+            };
+            summary.counts.take_one(row.kind);
+        }
+        taken
     }
 
     /// Diff rows by kind, for one consumer.

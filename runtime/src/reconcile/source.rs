@@ -9,7 +9,7 @@
 //! depend on Debezium or any consumer: a version the pipeline lost is still
 //! in it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use futures_util::TryStreamExt as _;
@@ -167,22 +167,229 @@ impl SourceTable {
 
 /// The history table and its trigger on each of `tables` (dropped and
 /// created afresh: the workload's DDL resets its tables the same way).
+///
+/// One row per row version, written by the transaction that made it: its
+/// transaction id (`xid`, 32 bits, as logical decoding names it), `w` for
+/// a row written (inserted or updated: the new row) or `d` for a row
+/// deleted (the old row: its key), and `seq`, the order of the writes
+/// within the transaction. With the commit order ([`commit_order`]) this
+/// is the source's state after every transaction ([`states`]).
 #[must_use]
 pub fn history_ddl(tables: &[&str]) -> String {
     let mut sql = String::from(
         "DROP TABLE IF EXISTS lossproof_history;\n\
-         CREATE TABLE lossproof_history (tbl text NOT NULL, row jsonb NOT NULL);\n\
+         CREATE TABLE lossproof_history (tbl text NOT NULL, row jsonb NOT NULL, \
+         xid bigint NOT NULL DEFAULT pg_current_xact_id()::xid::text::bigint, \
+         op \"char\" NOT NULL DEFAULT 'w', seq bigserial);\n\
          CREATE OR REPLACE FUNCTION lossproof_record_version() RETURNS trigger LANGUAGE plpgsql AS $$\n\
-         BEGIN INSERT INTO lossproof_history (tbl, row) VALUES (TG_TABLE_NAME, to_jsonb(NEW)); RETURN NULL; END $$;\n",
+         BEGIN IF TG_OP = 'DELETE' THEN \
+         INSERT INTO lossproof_history (tbl, row, op) VALUES (TG_TABLE_NAME, to_jsonb(OLD), 'd'); \
+         ELSE INSERT INTO lossproof_history (tbl, row) VALUES (TG_TABLE_NAME, to_jsonb(NEW)); END IF; \
+         RETURN NULL; END $$;\n",
     );
     for table in tables {
         let _ = writeln!(
             sql,
-            "CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON {table} \
+            "CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE OR DELETE ON {table} \
              FOR EACH ROW EXECUTE FUNCTION lossproof_record_version();"
         );
     }
     sql
+}
+
+/// Create `slot`, a logical replication slot of lossproof's own
+/// (`test_decoding`), from which [`commit_order`] reads the order in which
+/// the source committed its transactions. Created before the transactions
+/// to follow (a transaction committed before it is at position 0).
+///
+/// # Errors
+/// When the slot cannot be created.
+pub async fn start_commit_order(client: &tokio_postgres::Client, slot: &str) -> Result<(), Error> {
+    client
+        .execute(
+            "SELECT pg_create_logical_replication_slot($1, 'test_decoding')",
+            &[&slot],
+        )
+        .await
+        .map_err(Error::source_query("create lossproof's commit-order slot"))?;
+    Ok(())
+}
+
+/// The transactions committed since [`start_commit_order`], in commit
+/// order, as the source's own logical decoding sees them (the WAL's
+/// order, which is the order readers of the source saw commits in): each
+/// one's id and the LSN of its commit record. Reads the slot to its end
+/// (what it has read is released: read it once).
+///
+/// # Errors
+/// When the slot cannot be read.
+pub async fn commit_order(
+    client: &tokio_postgres::Client,
+    slot: &str,
+) -> Result<Vec<(i64, u64)>, Error> {
+    let rows = client
+        .query(
+            "SELECT xid::text::bigint, (lsn - '0/0'::pg_lsn)::bigint \
+             FROM pg_logical_slot_get_changes($1, NULL, NULL, 'skip-empty-xacts', '1') \
+             WHERE starts_with(data, 'COMMIT')",
+            &[&slot],
+        )
+        .await
+        .map_err(Error::source_query("read lossproof's commit-order slot"))?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), u64::try_from(r.get::<_, i64>(1)).unwrap_or(0)))
+        .collect())
+}
+
+/// The source's state after every transaction of `order` (ids in commit
+/// order, [`commit_order`]), for `tables` (table `i` of the states is
+/// `tables[i]`), from `lossproof_history`: every row version with the
+/// transaction that wrote it. A version written by a transaction not in
+/// `order` (committed before it started) is at position 0; positions are
+/// the transactions of `order` that wrote a version of these tables.
+/// The changes in `uncaptured` ((table, key, transaction): capture never
+/// delivered them, [`super::capture::Capture::undelivered`]) are left
+/// out: the states are the source's as the pipeline could have seen it.
+///
+/// # Errors
+/// When the history cannot be read.
+#[allow(clippy::implicit_hasher)] // the reconciler's own set
+pub async fn states(
+    client: &tokio_postgres::Client,
+    tables: &[SourceTable],
+    order: &[i64],
+    uncaptured: &super::capture::Undelivered,
+) -> Result<super::states::SourceStates, Error> {
+    use super::states::{Pos, SourceStates, row_hash};
+    let last_seq: Option<i64> = client
+        .query_one("SELECT max(seq) FROM lossproof_history", &[])
+        .await
+        .map_err(Error::source_query("read lossproof_history"))?
+        .get(0);
+    let last_seq = last_seq.unwrap_or(0);
+    // Every version of every table, each as (transaction, key, row's hash;
+    // `None`: deleted) in the order written: one read of the history.
+    let mut versions: Vec<Vec<(i64, String, Option<u128>)>> = Vec::with_capacity(tables.len());
+    let mut written: HashSet<i64> = HashSet::new();
+    for table in tables {
+        let mut table_versions =
+            self::versions(client, table, Some(last_seq), |row| row_hash(&row)).await?;
+        if !uncaptured.is_empty() {
+            table_versions.retain(|(xid, key, _)| {
+                !uncaptured.contains(&(table.name.clone(), key.clone(), *xid))
+            });
+        }
+        written.extend(table_versions.iter().map(|(xid, _, _)| *xid));
+        versions.push(table_versions);
+    }
+    let order: Vec<i64> = order
+        .iter()
+        .copied()
+        .filter(|x| written.contains(x))
+        .collect();
+    let position: HashMap<i64, Pos> = order
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (*x, Pos::try_from(i + 1).unwrap_or(Pos::MAX)))
+        .collect();
+    let mut states = SourceStates::new(order);
+    for (n, mut table_versions) in versions.into_iter().enumerate() {
+        // Commit order first, then the order of writes within a transaction.
+        let mut at: Vec<(Pos, usize)> = table_versions
+            .iter()
+            .enumerate()
+            .map(|(i, (xid, _, _))| (position.get(xid).copied().unwrap_or(0), i))
+            .collect();
+        at.sort_unstable();
+        for (pos, i) in at {
+            let (_, key, row) = std::mem::take(&mut table_versions[i]);
+            states.version(n, key, pos, row);
+        }
+    }
+    Ok(states)
+}
+
+/// Every version of `table` in `lossproof_history` (up to `last_seq`, if
+/// given), in the order written: (transaction, canonical key, `row` of the
+/// canonical row; `None` when the change deleted the key).
+///
+/// # Errors
+/// When the history cannot be read, or does not read back as written.
+pub async fn versions<T>(
+    client: &tokio_postgres::Client,
+    table: &SourceTable,
+    last_seq: Option<i64>,
+    mut row: impl FnMut(String) -> T,
+) -> Result<Vec<(i64, String, Option<T>)>, Error> {
+    let last_seq = last_seq.unwrap_or(i64::MAX);
+    let changes = client
+        .query(
+            "SELECT xid, op = 'd' FROM lossproof_history WHERE tbl = $1 AND seq <= $2 ORDER BY seq",
+            &[&table.name, &last_seq],
+        )
+        .await
+        .map_err(Error::source_query("read lossproof_history"))?;
+    let from = format!(
+        "{} AND h.seq <= {last_seq}) AS h ORDER BY lossproof_seq",
+        history_from(table)
+    );
+    let mut rows: Vec<(String, T)> = Vec::with_capacity(changes.len());
+    read(client, table, &from, |key, canonical| {
+        rows.push((key, row(canonical)));
+    })
+    .await?;
+    if rows.len() != changes.len() {
+        return Err(Error::History(format!(
+            "lossproof_history: {} rows of {} read with their transactions, {} as rows",
+            changes.len(),
+            table.name,
+            rows.len()
+        )));
+    }
+    Ok(changes
+        .iter()
+        .zip(rows)
+        .map(|(c, (key, row))| {
+            let (xid, deleted): (i64, bool) = (c.get(0), c.get(1));
+            (xid, key, (!deleted).then_some(row))
+        })
+        .collect())
+}
+
+/// `FROM (SELECT <each column of table>, lossproof_seq FROM lossproof_history
+/// … WHERE h.tbl = '<table>'` (unclosed: the caller adds conditions, then
+/// `) AS h`): each version back as a row of the table.
+fn history_from(table: &SourceTable) -> String {
+    // A json or jsonb array goes round jsonb_populate_record, which reads
+    // an element that is itself a JSON array as another dimension: it is
+    // rebuilt from its elements (a JSON null element as NULL).
+    let mut json_arrays = String::new();
+    let columns: Vec<String> = table
+        .columns
+        .iter()
+        .map(|(name, kind)| {
+            let column = quote_ident(name);
+            if *kind != Kind::Array(&Kind::Json) {
+                return format!("r.{column}");
+            }
+            let key = format!("'{}'", name.replace('\'', "''"));
+            let _ = write!(json_arrays, " - {key}");
+            format!(
+                "CASE jsonb_typeof(h.row -> {key}) WHEN 'array' THEN ARRAY(\
+                 SELECT nullif(e, 'null'::jsonb) \
+                 FROM jsonb_array_elements(h.row -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
+                 END AS {column}"
+            )
+        })
+        .collect();
+    format!(
+        "FROM (SELECT {}, h.seq AS lossproof_seq FROM lossproof_history AS h \
+         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, h.row{json_arrays}) AS r \
+         WHERE h.tbl = '{t}'",
+        columns.join(", "),
+        t = table.name
+    )
 }
 
 /// `table`'s columns and primary key, as the source has them NOW (after any
@@ -372,36 +579,7 @@ pub async fn history_of(
     if exists.is_none() {
         return Ok(None);
     }
-    // Each version back as a row of the table. A json or jsonb array goes
-    // round jsonb_populate_record, which reads an element that is itself a
-    // JSON array as another dimension: it is rebuilt from its elements (a
-    // JSON null element as NULL).
-    let mut json_arrays = String::new();
-    let columns: Vec<String> = table
-        .columns
-        .iter()
-        .map(|(name, kind)| {
-            let column = quote_ident(name);
-            if *kind != Kind::Array(&Kind::Json) {
-                return format!("r.{column}");
-            }
-            let key = format!("'{}'", name.replace('\'', "''"));
-            let _ = write!(json_arrays, " - {key}");
-            format!(
-                "CASE jsonb_typeof(h.row -> {key}) WHEN 'array' THEN ARRAY(\
-                 SELECT nullif(e, 'null'::jsonb) \
-                 FROM jsonb_array_elements(h.row -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
-                 END AS {column}"
-            )
-        })
-        .collect();
-    let from = format!(
-        "FROM (SELECT {} FROM lossproof_history AS h \
-         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, h.row{json_arrays}) AS r \
-         WHERE h.tbl = '{t}') AS h",
-        columns.join(", "),
-        t = table.name
-    );
+    let from = format!("{} AND h.op <> 'd') AS h", history_from(table));
     let mut history = History::new();
     read(client, table, &from, |key, row| {
         if wanted(&key) {

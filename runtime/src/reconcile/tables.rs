@@ -14,6 +14,12 @@
 //! | `faults` | a planned fault occurrence and what became of it | the executor |
 //! | `races` | one consumer lake's maintenance commits and how they fared | the executor |
 //! | `dead_letters` | a record a consumer set aside | the correct consumer's lake |
+//! | `freshness` | one consumer's lag at one moment of the seed | the executor's freshness follower |
+//! | `freshness_summary` | one consumer's lag over the seed: p50, p99, max | the executor's freshness follower |
+//! | `snapshots` | one lake state a consumer published, checked against the source's states | the executor's snapshot follower |
+//! | `snapshot_summary` | one consumer's snapshots: checked, inconsistent, unchecked | the executor's snapshot follower |
+//! | `snapshot_keys` | one wrong key of an inconsistent state, with its kind | the executor's snapshot follower |
+//! | `capture_loss` | a key whose last source change never reached its topic, and the consumer it would have been charged to | the reconciler's capture check |
 
 use std::sync::Arc;
 
@@ -34,6 +40,12 @@ pub enum Table {
     Faults,
     Races,
     DeadLetters,
+    Freshness,
+    FreshnessSummary,
+    Snapshots,
+    SnapshotSummary,
+    SnapshotKeys,
+    CaptureLoss,
 }
 
 /// The counts of the `races` table, in its column order (after `consumer`).
@@ -51,7 +63,7 @@ pub const RACE_COUNTS: [&str; 10] = [
 ];
 
 impl Table {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 13] = [
         Self::Diff,
         Self::Summary,
         Self::SourceRows,
@@ -59,6 +71,12 @@ impl Table {
         Self::Faults,
         Self::Races,
         Self::DeadLetters,
+        Self::Freshness,
+        Self::FreshnessSummary,
+        Self::Snapshots,
+        Self::SnapshotSummary,
+        Self::SnapshotKeys,
+        Self::CaptureLoss,
     ];
 
     /// Its name in SQL.
@@ -72,6 +90,12 @@ impl Table {
             Self::Faults => "faults",
             Self::Races => "races",
             Self::DeadLetters => "dead_letters",
+            Self::Freshness => "freshness",
+            Self::FreshnessSummary => "freshness_summary",
+            Self::Snapshots => "snapshots",
+            Self::SnapshotSummary => "snapshot_summary",
+            Self::SnapshotKeys => "snapshot_keys",
+            Self::CaptureLoss => "capture_loss",
         }
     }
 
@@ -96,18 +120,7 @@ impl Table {
                 .collect(),
             Self::SourceRows => ["table", "key", "row"].map(text).to_vec(),
             Self::LakeRows => ["consumer", "table", "key", "row"].map(text).to_vec(),
-            Self::Faults => vec![
-                count("phase"),
-                count("planned_ms"),
-                count("action"),
-                Field::new("fault", DataType::Utf8, false),
-                Field::new("text", DataType::Utf8, false),
-                Field::new("fired", DataType::Boolean, false),
-                Field::new("fired_ms", DataType::UInt64, true),
-                Field::new("ends_ms", DataType::UInt64, true),
-                Field::new("during_load", DataType::Boolean, false),
-                Field::new("outcome", DataType::Utf8, false),
-            ],
+            Self::Faults => faults_fields(),
             Self::Races => std::iter::once(Field::new("consumer", DataType::Utf8, false))
                 .chain(RACE_COUNTS.map(count))
                 .collect(),
@@ -117,6 +130,66 @@ impl Table {
                 Field::new("partition", DataType::Int64, false),
                 Field::new("offset", DataType::Int64, false),
                 Field::new("error", DataType::Utf8, false),
+            ],
+            Self::Freshness => ["consumer", "table", "method"]
+                .map(|n| Field::new(n, DataType::Utf8, false))
+                .into_iter()
+                .chain(["t_ms", "lag_ms"].map(count))
+                .collect(),
+            Self::FreshnessSummary => ["consumer", "table", "method"]
+                .map(|n| Field::new(n, DataType::Utf8, false))
+                .into_iter()
+                .chain(
+                    [
+                        "samples",
+                        "sample_ms",
+                        "p50_ms",
+                        "p99_ms",
+                        "max_ms",
+                        "snapshots",
+                    ]
+                    .map(count),
+                )
+                .collect(),
+            Self::Snapshots => vec![
+                Field::new("consumer", DataType::Utf8, false),
+                Field::new("tables", DataType::Utf8, false),
+                Field::new("snapshot", DataType::Int64, false),
+                count("committed_ms"),
+                count("seen_ms"),
+                Field::new("operation", DataType::Utf8, false),
+                Field::new("consistent", DataType::Boolean, false),
+                count("position"),
+                Field::new("txid", DataType::Int64, true),
+                count("torn"),
+                count("vanished"),
+                count("regressed"),
+                count("wrong"),
+            ],
+            Self::SnapshotSummary => std::iter::once(Field::new("consumer", DataType::Utf8, false))
+                .chain(["checked", "inconsistent", "unchecked", "worst"].map(count))
+                .chain([
+                    Field::new("followed_to_end", DataType::Boolean, false),
+                    Field::new("note", DataType::Utf8, true),
+                ])
+                .collect(),
+            Self::SnapshotKeys => vec![
+                Field::new("consumer", DataType::Utf8, false),
+                Field::new("snapshot", DataType::Int64, false),
+                Field::new("table", DataType::Utf8, false),
+                Field::new("key", DataType::Utf8, false),
+                Field::new("kind", DataType::Utf8, false),
+                Field::new("txid", DataType::Int64, true),
+            ],
+            Self::CaptureLoss => vec![
+                Field::new("table", DataType::Utf8, false),
+                Field::new("key", DataType::Utf8, false),
+                Field::new("consumer", DataType::Utf8, false),
+                // The diff row the consumer would have been charged with.
+                Field::new("kind", DataType::Utf8, false),
+                Field::new("txid", DataType::Int64, false),
+                // `write` or `delete`: what the lost change did.
+                Field::new("change", DataType::Utf8, false),
             ],
         };
         Arc::new(Schema::new(fields))
@@ -138,6 +211,31 @@ impl Table {
     pub fn empty(self) -> RecordBatch {
         RecordBatch::new_empty(self.schema())
     }
+}
+
+/// The `faults` table's columns.
+fn faults_fields() -> Vec<Field> {
+    let count = |name: &str| Field::new(name, DataType::UInt64, false);
+    vec![
+        count("phase"),
+        count("planned_ms"),
+        count("action"),
+        Field::new("fault", DataType::Utf8, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new("fired", DataType::Boolean, false),
+        Field::new("fired_ms", DataType::UInt64, true),
+        Field::new("ends_ms", DataType::UInt64, true),
+        Field::new("during_load", DataType::Boolean, false),
+        Field::new("outcome", DataType::Utf8, false),
+        Field::new("due_ms", DataType::UInt64, true),
+        Field::new("drift_ms", DataType::UInt64, true),
+        Field::new("done_ms", DataType::UInt64, true),
+        // What it produced, in records (`duplicate`, `inject junk`).
+        Field::new("considered", DataType::UInt64, true),
+        Field::new("copied", DataType::UInt64, true),
+        Field::new("junk", DataType::UInt64, true),
+        Field::new("send_errors", DataType::UInt64, true),
+    ]
 }
 
 /// A DataFusion session over every table assertions see: those in `filled`

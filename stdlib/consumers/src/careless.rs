@@ -322,7 +322,13 @@ async fn write_batch(
             return (0, 1);
         }
     };
+    let deleted_in = current.metadata().current_snapshot_id().unwrap_or(-1);
     if rows.is_empty() {
+        log(&format!(
+            "careless: {name}: {} changes -> deleted {} keys (snapshot {deleted_in})",
+            changes.len(),
+            keys.len(),
+        ));
         return (1, 0);
     }
 
@@ -337,12 +343,13 @@ async fn write_batch(
     }
     .await;
     match result {
-        Ok(_) => {
+        Ok(appended) => {
             log(&format!(
-                "careless: {name}: {} changes -> deleted {} keys, appended {} rows",
+                "careless: {name}: {} changes -> deleted {} keys (snapshot {deleted_in}), appended {} rows (snapshot {})",
                 changes.len(),
                 keys.len(),
-                rows.len()
+                rows.len(),
+                appended.metadata().current_snapshot_id().unwrap_or(-1)
             ));
             (2, 0)
         }

@@ -37,6 +37,9 @@ pub enum Error {
     /// ("consumer careless was already down").
     #[error("{0}")]
     NotFired(String),
+    /// The freshness follower could not start (its Kafka client).
+    #[error("freshness: {0}")]
+    Follower(String),
     /// A run that cannot go on (a team's own consumer that exited at
     /// once).
     #[error("{0}")]

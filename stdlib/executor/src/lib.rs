@@ -10,9 +10,12 @@
 pub mod check;
 mod error;
 pub mod fault;
+pub mod freshness;
+mod niced;
 pub mod own;
 pub mod run;
 mod seed;
+pub mod snapshots;
 pub mod under_test;
 pub mod workload;
 

@@ -32,8 +32,10 @@ pub struct Seed<'a> {
     pub stack: &'a Stack,
     /// Where each component is (the local stack's ports, or a profile's).
     pub endpoints: Endpoints,
-    /// What the seed writes to the source: the plan's tables or the
-    /// stdlib workload it names.
+    /// What the seed captures and its consumers write: the plan's tables
+    /// or the stdlib workload it names, then the freshness probe's table
+    /// (`lossproof_vocabulary::workloads::with_probe`; never scored:
+    /// [`Seed::scored_tables`]).
     pub workload: WorkloadSig,
     /// The seed's own source database.
     pub source: tokio_postgres::Client,
@@ -55,6 +57,11 @@ pub struct Seed<'a> {
     pub compactor: tokio::sync::Mutex<Option<Supervised>>,
     /// The maintenance commits' races, per consumer lake (into the record).
     pub races: std::sync::Mutex<BTreeMap<String, Races>>,
+    /// What each fault occurrence produced (by its index in the timeline),
+    /// and the threads of those still producing (`duplicate` copies until
+    /// its phase ends): [`crate::fault::counts_into`] waits for them.
+    pub counts: Arc<std::sync::Mutex<BTreeMap<usize, crate::run::FaultCounts>>>,
+    pub producing: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Alive while the seed runs ([`Seed::alive`]), gone at [`Seed::end`].
     alive: std::sync::Mutex<Option<Arc<()>>>,
 }
@@ -72,7 +79,9 @@ impl<'a> Seed<'a> {
     ) -> Result<Self> {
         let run = options.run_of(number);
         let endpoints = stack.endpoints()?;
-        let workload = lossproof_vocabulary::workloads::of_plan(plan)?;
+        let workload = lossproof_vocabulary::workloads::with_probe(
+            lossproof_vocabulary::workloads::of_plan(plan)?,
+        );
         let lake = endpoints.open_lake().await?;
         let connect = ConnectClient::new(&endpoints.connect);
         // A database of the seed's own: seeds running at once (`--jobs`)
@@ -108,6 +117,8 @@ impl<'a> Seed<'a> {
             consumers: tokio::sync::Mutex::new(BTreeMap::new()),
             compactor: tokio::sync::Mutex::new(None),
             races: std::sync::Mutex::new(BTreeMap::new()),
+            counts: Arc::default(),
+            producing: std::sync::Mutex::new(Vec::new()),
             alive: std::sync::Mutex::new(Some(Arc::new(()))),
         })
     }
@@ -146,14 +157,22 @@ impl<'a> Seed<'a> {
         self.logs.join(format!("{consumer}.log"))
     }
 
-    /// The file a scenario's own tables reach the reference consumers in
-    /// (`tables.json` in the log folder); `None` for a stdlib workload.
+    /// The file the seed's tables reach the reference consumers in
+    /// (`tables.json` in the log folder): the workload's and the probe's.
     #[must_use]
-    pub fn tables_file(&self) -> Option<PathBuf> {
-        (!self.plan.workload.tables.is_empty()).then(|| {
-            self.logs
-                .join(lossproof_consumers::tables_file::TABLES_FILE)
-        })
+    pub fn tables_file(&self) -> PathBuf {
+        self.logs
+            .join(lossproof_consumers::tables_file::TABLES_FILE)
+    }
+
+    /// The tables the reconciler scores: the workload's, not the probe's.
+    #[must_use]
+    pub fn scored_tables(&self) -> Vec<&str> {
+        self.workload
+            .table_names()
+            .into_iter()
+            .filter(|t| *t != lossproof_vocabulary::workloads::PROBE_TABLE)
+            .collect()
     }
 
     /// A consumer's messages file ([`lossproof_consumers::Message`]).

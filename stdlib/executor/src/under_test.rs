@@ -40,7 +40,7 @@ pub fn lakes(
                     .tables
                     .iter()
                     .map(|t| {
-                        let table = names.topic("public", &t.name).replace('.', "_");
+                        let table = changelog_table(names, &t.name);
                         (
                             t.name.clone(),
                             format!(
@@ -65,6 +65,46 @@ pub fn lakes(
                 views,
                 changelog,
                 applied,
+            }
+        })
+        .collect()
+}
+
+/// The change log a `lake changelog` consumer keeps for source table
+/// `table`: named as Debezium names its topic, dots as underscores.
+fn changelog_table(names: &CaptureNames, table: &str) -> String {
+    names.topic("public", table).replace('.', "_")
+}
+
+/// Where each of `consumers` keeps the freshness probe's rows in run
+/// `names` (what the freshness follower reads).
+#[must_use]
+pub fn probe_tables(
+    consumers: &[String],
+    declared: &[DeclaredConsumer],
+    names: &CaptureNames,
+) -> Vec<crate::freshness::ProbeTable> {
+    let probe = lossproof_vocabulary::workloads::PROBE_TABLE;
+    consumers
+        .iter()
+        .map(|c| {
+            let own = declared.iter().find(|d| &d.name == c);
+            let changelog = own.is_some_and(|d| d.writes == LakeShape::Changelog);
+            // A reference consumer that keeps its offsets in the lake keeps
+            // them in every snapshot it writes, the probe table's included.
+            let offsets = own.is_none()
+                && lossproof_consumers::find(c)
+                    .is_some_and(|r| matches!(r.offsets(), OffsetsAt::Lake { .. }));
+            crate::freshness::ProbeTable {
+                consumer: c.clone(),
+                namespace: namespace(c, names),
+                table: if changelog {
+                    changelog_table(names, probe)
+                } else {
+                    probe.to_owned()
+                },
+                changelog,
+                offsets,
             }
         })
         .collect()
@@ -133,9 +173,7 @@ pub fn supervised(seed: &Seed<'_>, name: &str) -> Result<Supervised> {
         "--messages".into(),
         seed.messages_of(name).into(),
     ]);
-    if let Some(tables) = seed.tables_file() {
-        args.extend(["--tables".into(), tables.into()]);
-    }
+    args.extend(["--tables".into(), seed.tables_file().into()]);
     args.extend(profile_args(options.profile.as_deref()));
     Ok(Supervised::new(
         name,

@@ -68,7 +68,7 @@ pub const FAULTS: &[Fault] = &[
     Fault::new(
         "duplicate",
         "duplicate {share:percent}",
-        "Re-send a share of the change events, as a producer retry after a lost acknowledgement would.",
+        "Re-send a share of the records reaching the change topics, never its own copies, as a producer retry after a lost acknowledgement would; counts what it copied (the `faults` table).",
     )
     .lasts(Lasts::Phase),
     Fault::new(
@@ -125,7 +125,7 @@ pub const FAULTS: &[Fault] = &[
     Fault::new(
         "inject-junk",
         "inject junk into topic {table:topic} [{count:count} messages]",
-        "Produce undecodable and schema-violating records into the table's topic (1 unless a count is given).",
+        "Produce undecodable and schema-violating records into the table's topic (1 unless a count is given); counts what it produced (the `faults` table).",
     ),
     Fault::new(
         "compact-table",

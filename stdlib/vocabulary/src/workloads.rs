@@ -5,9 +5,10 @@
 
 use std::sync::LazyLock;
 
+use lossproof_lang::ColumnType;
 use lossproof_lang::Plan;
 use lossproof_lang::ast::{Item, TableDecl};
-use lossproof_lang::vocabulary::{TableSig, WorkloadDefaults, WorkloadSig};
+use lossproof_lang::vocabulary::{ColumnSig, TableSig, WorkloadDefaults, WorkloadSig};
 
 /// `stdlib/orders.lp`, as scenarios include it.
 pub const ORDERS_FILE: (&str, &str) = ("stdlib/orders.lp", include_str!("../../orders.lp"));
@@ -29,6 +30,39 @@ static WORKLOADS: LazyLock<Vec<WorkloadSig>> = LazyLock::new(|| {
         },
     }]
 });
+
+/// The freshness probe's table (docs/run.md, "Freshness"): every seed
+/// creates it beside the workload's tables, lossproof inserts one row per
+/// beat into it (`beat` counts up, `at_ms` is the seed's clock), and every
+/// consumer captures and writes it like any table; how new the newest beat
+/// in a consumer's lake is, is how fresh that lake is. It is never scored.
+pub const PROBE_TABLE: &str = "lossproof_probe";
+
+static PROBE: LazyLock<TableSig> = LazyLock::new(|| {
+    // Built here, not declared in a `.lp` file: `lossproof_…` names are
+    // lossproof's own, refused in scenarios.
+    let bigint = |name: &str, not_null| ColumnSig {
+        name: name.to_owned(),
+        sql_type: ColumnType::parse("bigint").expect("bigint is a column type"),
+        not_null,
+        large: false,
+    };
+    TableSig {
+        name: PROBE_TABLE.to_owned(),
+        primary_key: vec!["beat".to_owned()],
+        columns: vec![bigint("beat", true), bigint("at_ms", false)],
+        foreign_keys: Vec::new(),
+        replica_identity: None,
+    }
+});
+
+/// `workload` with the freshness probe's table after its own: what a seed
+/// captures and its consumers write.
+#[must_use]
+pub fn with_probe(mut workload: WorkloadSig) -> WorkloadSig {
+    workload.tables.push(PROBE.clone());
+    workload
+}
 
 /// Every stdlib workload.
 #[must_use]
@@ -112,6 +146,18 @@ fn declared_tables(text: &str) -> Vec<TableSig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_comes_after_the_workloads_tables() {
+        let seed = with_probe(orders().clone());
+        assert_eq!(
+            seed.table_names(),
+            ["customers", "orders", "order_items", PROBE_TABLE]
+        );
+        let probe = seed.table(PROBE_TABLE).unwrap();
+        assert_eq!(probe.primary_key, ["beat"]);
+        assert!(probe.foreign_keys.is_empty());
+    }
 
     #[test]
     fn orders_reads_as_before() {

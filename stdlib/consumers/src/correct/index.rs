@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{Array as _, BooleanArray, Int32Array, Int64Array, StringArray};
-use iceberg::spec::{DataContentType, ManifestStatus};
+use iceberg::spec::DataContentType;
 use iceberg::table::Table;
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 
@@ -204,6 +204,10 @@ pub enum Write {
     },
 }
 
+/// How long [`KeyIndex::open`] waits for another process to let go of the
+/// file (a killed consumer not yet gone) before it fails.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// The index of one consumer namespace (and table prefix), on local disk.
 #[derive(Clone)]
 pub struct KeyIndex {
@@ -218,14 +222,35 @@ fn redb_error(what: &str) -> impl Fn(&dyn std::fmt::Display) -> Error + '_ {
 impl KeyIndex {
     /// Open (or create) the index file at `path`.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_within(path, LOCK_WAIT)
+    }
+
+    fn open_within(path: &Path, wait: std::time::Duration) -> Result<Self> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::Index(format!("cannot create {}: {e}", parent.display())))?;
         }
-        let db = redb::Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|e| Error::Index(format!("cannot open {}: {e}", path.display())))?;
+        // A consumer started again right after a kill can find the killed
+        // one still holding the file's lock for a moment (it is torn down,
+        // its pages unmapped): wait for it, bounded, rather than fail.
+        let deadline = std::time::Instant::now() + wait;
+        let db = loop {
+            match redb::Database::builder()
+                .set_cache_size(CACHE_BYTES)
+                .create(path)
+            {
+                Err(redb::DatabaseError::DatabaseAlreadyOpen)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                other => {
+                    break other.map_err(|e| {
+                        Error::Index(format!("cannot open {}: {e}", path.display()))
+                    })?;
+                }
+            }
+        };
         Ok(Self {
             db: Arc::new(db),
             path: path.to_owned(),
@@ -479,20 +504,7 @@ fn plan(index: &KeyIndex, followed: &Followed<'_>) -> Result<Plan> {
     if synced == current {
         return Ok(Plan::InStep);
     }
-    let mut since = Vec::new();
-    let mut at = metadata.current_snapshot();
-    while let Some(snapshot) = at {
-        if snapshot.snapshot_id() == synced {
-            since.reverse();
-            return Ok(Plan::Since(since));
-        }
-        since.push(snapshot.snapshot_id());
-        at = snapshot
-            .parent_snapshot_id()
-            .and_then(|parent| metadata.snapshot_by_id(parent));
-    }
-    if synced == -1 {
-        since.reverse();
+    if let Some(since) = lossproof_runtime::lake::history::since(followed.table, synced) {
         return Ok(Plan::Since(since));
     }
     Ok(Plan::Rebuild(format!(
@@ -734,36 +746,14 @@ fn foreign(table: &Table, path: &str, content: DataContentType) -> Result<()> {
 
 /// The data files snapshot `snapshot` of `table` added.
 async fn added_data_files(table: &Table, snapshot: i64) -> Result<Vec<String>> {
-    let iceberg = |e| Error::iceberg(table.identifier().to_string())(e);
-    let metadata = table.metadata();
-    let Some(snapshot) = metadata.snapshot_by_id(snapshot) else {
-        return Err(Error::Corrupt(format!(
-            "{}: snapshot {snapshot} vanished while the key index caught up",
-            table.identifier()
-        )));
-    };
-    let list = table
-        .manifest_list_reader(snapshot)
-        .load()
+    let added = lossproof_runtime::lake::history::added_files(table, snapshot)
         .await
-        .map_err(iceberg)?;
+        .map_err(Error::iceberg(table.identifier().to_string()))?;
     let mut out = Vec::new();
-    for manifest_file in list.entries() {
-        if manifest_file.added_snapshot_id != snapshot.snapshot_id() {
-            continue;
-        }
-        let manifest = manifest_file
-            .load_manifest(table.file_io())
-            .await
-            .map_err(iceberg)?;
-        for entry in manifest.entries().iter().filter(|e| {
-            e.status() == ManifestStatus::Added && e.snapshot_id() == Some(snapshot.snapshot_id())
-        }) {
-            let content = entry.data_file().content_type();
-            foreign(table, entry.file_path(), content)?;
-            if content == DataContentType::Data {
-                out.push(entry.file_path().to_owned());
-            }
+    for (path, content) in added {
+        foreign(table, &path, content)?;
+        if content == DataContentType::Data {
+            out.push(path);
         }
     }
     Ok(out)
@@ -810,6 +800,26 @@ mod tests {
             assert_eq!(Entry::decode(&entry.encode()).unwrap(), entry);
         }
         assert!(Entry::decode(&[1, 2, 3]).is_err());
+    }
+
+    /// A consumer started again while the killed one still holds the file
+    /// waits for it to let go; one that never does is refused with the path.
+    #[test]
+    fn a_held_index_is_waited_for_then_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i/keys.redb");
+        let held = KeyIndex::open(&path).unwrap();
+        let error = KeyIndex::open_within(&path, std::time::Duration::from_millis(300))
+            .err()
+            .expect("held by another handle");
+        assert!(error.to_string().contains("keys.redb"), "{error}");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(held);
+        });
+        KeyIndex::open_within(&path, std::time::Duration::from_secs(10))
+            .expect("opened once the other handle let go");
+        release.join().unwrap();
     }
 
     /// Rows and changes land independently; the newest write wins; a key

@@ -29,6 +29,7 @@ pub mod index;
 pub mod position;
 pub mod rebuild;
 pub mod state;
+pub mod transactions;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -79,6 +80,9 @@ pub struct Config {
     pub workload: &'static WorkloadSig,
     /// The change topics, one per workload table, in table order.
     pub topics: Vec<String>,
+    /// The connector's transaction topic: commit only at source
+    /// transaction boundaries ([`transactions`]); `None`: at batch ends.
+    pub transactions: Option<String>,
     /// The group its position is MIRRORED to after each commit (never read).
     pub group: String,
     pub batch_max: usize,
@@ -241,6 +245,40 @@ struct Record {
     offset: i64,
     message: OwnedMessage,
     decoded: Result<ChangeRecord, change_event::DecodeError>,
+    /// A transaction-topic record's BEGIN or END (its `decoded` is unused).
+    marker: Option<change_event::TxMarker>,
+}
+
+impl transactions::Gated for Record {
+    fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn part(&self) -> transactions::Part<'_> {
+        if let Some(marker) = &self.marker {
+            return transactions::Part::Marker(marker);
+        }
+        match &self.decoded {
+            Ok(ChangeRecord::Change(change)) if change.snapshot => transactions::Part::Snapshot {
+                first: change.snapshot_first,
+                last: change.snapshot_last,
+                lsn: change.lsn,
+            },
+            Ok(ChangeRecord::Change(change)) => match &change.transaction {
+                Some(tx) => transactions::Part::Change {
+                    tx: &tx.id,
+                    total_order: tx.total_order,
+                    last_commit_lsn: change.last_commit_lsn.or(Some(change.lsn)),
+                },
+                None => transactions::Part::Free,
+            },
+            _ => transactions::Part::Free,
+        }
+    }
 }
 
 /// Consume until `stop` turns true (or `stop_after` records, or the end
@@ -274,9 +312,20 @@ pub async fn run(
         .set("enable.auto.offset.store", "false")
         // An offset outside the topic is an error, never a silent reset.
         .set("auto.offset.reset", "error")
+        // Every partition a little at a time rather than one partition's
+        // megabyte first: a transaction's events and its END are in several
+        // partitions, and committing at transaction boundaries needs them
+        // all (with the default, a consumer restarted on a backlog read
+        // one partition's thousands of records before the first END).
+        .set("max.partition.fetch.bytes", "65536")
         .create()
         .map_err(crate::Error::kafka("cannot create the Kafka consumer"))?;
-    let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+    let topics: Vec<&str> = config
+        .topics
+        .iter()
+        .chain(&config.transactions)
+        .map(String::as_str)
+        .collect();
     let Some(found) = super::careless::partitions(&consumer, &topics, &mut stop, log).await else {
         return Ok(Report::default());
     };
@@ -334,6 +383,7 @@ pub async fn run(
     let _fetch = lossproof_runtime::AbortOnDrop(tokio::spawn(fetch(
         consumer.clone(),
         Schemas::new(&config.registry),
+        config.transactions.clone(),
         (config.batch_max, config.linger),
         EndTracker(config.until_end.then_some(short_of_end)),
         stop.clone(),
@@ -343,6 +393,16 @@ pub async fn run(
         ready: started.elapsed(),
         ..Report::default()
     };
+    let mut gate = config
+        .transactions
+        .as_ref()
+        .map(|t| transactions::Gate::<Record>::new(t, &config.topics).resuming_at(&state.offsets));
+    // Released records with no change among them (BEGIN and END of
+    // transactions of tables it does not write: heartbeats), applied with
+    // the next change rather than committed alone.
+    let mut carried: Vec<Record> = Vec::new();
+    // When the gate last released something (a long wait is logged).
+    let mut waiting_logged = std::time::Instant::now();
     loop {
         if *stop.borrow()
             || config.stop_after.is_some_and(|n| report.records >= n)
@@ -368,8 +428,42 @@ pub async fn run(
             Some(Fetch::Batch { records, decode }) => (records, decode),
         };
         report.records += records.len() as u64;
-        report.batches += 1;
         report.time.decode += decode;
+        let records = match gate.as_mut() {
+            None => records,
+            Some(gate) => {
+                gate.push(records);
+                if gate.wants_snapshot_ends() {
+                    gate.snapshot_ends(partition_ends(&consumer, &ends)?);
+                }
+                let mut ready = std::mem::take(&mut carried);
+                ready.extend(gate.ready());
+                for why in gate.forced.drain(..) {
+                    log(&format!("correct: transaction {why}"));
+                }
+                if ready.is_empty() && gate.held() > 0 {
+                    if waiting_logged.elapsed() > Duration::from_secs(5) {
+                        log(&format!(
+                            "correct: holding {} records for their transactions: {}",
+                            gate.held(),
+                            gate.waiting_for()
+                        ));
+                        waiting_logged = std::time::Instant::now();
+                    }
+                } else {
+                    waiting_logged = std::time::Instant::now();
+                }
+                if !config.until_end && ready.iter().all(|r| r.marker.is_some()) {
+                    carried = ready;
+                    continue;
+                }
+                ready
+            }
+        };
+        if records.is_empty() {
+            continue;
+        }
+        report.batches += 1;
         let apply_start = std::time::Instant::now();
         let (write, commit, index) = (report.time.write, report.time.commit, report.time.index);
         apply_batch(
@@ -404,6 +498,23 @@ pub async fn run(
         report.conflicts
     ));
     Ok(report)
+}
+
+/// The end (high watermark) of every partition in `ends` now.
+fn partition_ends(
+    consumer: &StreamConsumer,
+    ends: &HashMap<Partition, i64>,
+) -> Result<HashMap<Partition, i64>, Fatal> {
+    ends.keys()
+        .map(|(topic, partition)| {
+            let (_, high) = consumer
+                .fetch_watermarks(topic, *partition, Duration::from_secs(10))
+                .map_err(crate::Error::kafka(format!(
+                    "watermarks of {topic}[{partition}]"
+                )))?;
+            Ok(((topic.clone(), *partition), high))
+        })
+        .collect()
 }
 
 /// With `until_end`: the partitions (topic, partition, end) the fetch stage
@@ -448,6 +559,7 @@ enum Fetch {
 async fn fetch(
     consumer: std::sync::Arc<StreamConsumer>,
     mut schemas: Schemas,
+    transactions: Option<String>,
     (batch_max, linger): (usize, Duration),
     mut tracker: EndTracker,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -506,7 +618,10 @@ async fn fetch(
         }
         let started = std::time::Instant::now();
         let known = schemas.clone();
-        let Ok(records) = tokio::task::spawn_blocking(move || decode(messages, &known)).await
+        let transactions = transactions.clone();
+        let Ok(records) =
+            tokio::task::spawn_blocking(move || decode(messages, &known, transactions.as_deref()))
+                .await
         else {
             break; // the runtime is shutting down
         };
@@ -521,16 +636,32 @@ async fn fetch(
 }
 
 /// Decode every record (the writer schemas already fetched), one share
-/// per core, order kept.
-fn decode(messages: Vec<OwnedMessage>, schemas: &Schemas) -> Vec<Record> {
+/// per core, order kept; a record of the `transactions` topic as a BEGIN
+/// or END.
+fn decode(
+    messages: Vec<OwnedMessage>,
+    schemas: &Schemas,
+    transactions: Option<&str>,
+) -> Vec<Record> {
     let decode_one = |message: OwnedMessage| {
-        let decoded =
-            change_event::decode_avro(message.key(), message.payload(), &|id| schemas.lookup(id));
+        let lookup = |id| schemas.lookup(id);
+        let (decoded, marker) = if Some(message.topic()) == transactions {
+            match change_event::decode_transaction(message.payload(), &lookup) {
+                Ok(marker) => (Err(change_event::DecodeError::Empty), Some(marker)),
+                Err(e) => (Err(e), None),
+            }
+        } else {
+            (
+                change_event::decode_avro(message.key(), message.payload(), &lookup),
+                None,
+            )
+        };
         Record {
             partition: (message.topic().to_owned(), message.partition()),
             offset: message.offset(),
             message,
             decoded,
+            marker,
         }
     };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -814,6 +945,9 @@ fn news<'r>(config: &Config, state: &LakeState, records: &'r [Record]) -> Option
                 why,
             )
         };
+        if record.marker.is_some() {
+            continue; // a BEGIN or END: its offset only
+        }
         match &record.decoded {
             Ok(ChangeRecord::Tombstone { .. }) => {}
             Ok(ChangeRecord::Change(change)) => {

@@ -17,18 +17,25 @@ async fn execute(seed: &Seed<'_>, sql: String) -> Fired {
 }
 
 /// `ALTER TABLE … ALTER COLUMN … TYPE` the next wider type the vocabulary
-/// names (`numeric(10,2)` -> `numeric(14,2)`, `integer` -> `bigint`).
+/// names (`numeric(10,2)` -> `numeric(14,2)`, `integer` -> `bigint`), from
+/// the column's type on the source now: a column renamed, added or widened
+/// earlier in the scenario is widened from what it has become.
 pub(super) async fn widen(seed: &Seed<'_>, strike: &Strike<'_>) -> Fired {
     let table = name_arg(strike.action, "table")?;
     let column = name_arg(strike.action, "column")?;
-    let wider = seed
-        .workload
-        .tables
-        .iter()
-        .find(|t| t.name == table)
-        .and_then(|t| t.columns.iter().find(|c| c.name == column))
-        .and_then(|c| c.sql_type.widens_to())
-        .ok_or_else(|| Error::Unsupported(format!("{table}.{column} has no wider type")))?;
+    let sql = "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+               WHERE attrelid = $1::text::regclass AND attname = $2 AND NOT attisdropped";
+    let now: String = seed
+        .source
+        .query_opt(sql, &[&quote_ident(table), &column])
+        .await
+        .map_err(Error::pg(format!("the type of {table}.{column}")))?
+        .ok_or_else(|| Error::NotFired(format!("{table} has no column {column} now")))?
+        .get(0);
+    let wider = lossproof_lang::ColumnType::parse(&now)
+        .ok()
+        .and_then(|t| t.widens_to())
+        .ok_or_else(|| Error::Unsupported(format!("{table}.{column} ({now}) has no wider type")))?;
     execute(
         seed,
         format!(

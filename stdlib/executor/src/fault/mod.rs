@@ -29,6 +29,39 @@ use lossproof_lang::plan::{ArgValue, PlannedAction};
 use crate::error::Error;
 use crate::seed::Seed;
 
+/// How long [`counts_into`] waits for a fault still producing records (a
+/// `duplicate` ends with its phase, then flushes for up to 10 s).
+const PRODUCING_WAIT: Duration = Duration::from_secs(15);
+
+/// Each occurrence's counts into its record, once every fault still
+/// producing records has finished (bounded by [`PRODUCING_WAIT`]; one still
+/// at it then has no counts, and its outcome says so).
+pub(crate) async fn counts_into(seed: &Seed<'_>, faults: &mut [crate::run::FaultRecord]) {
+    let producing = || {
+        seed.producing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|thread| !thread.is_finished())
+    };
+    let deadline = Instant::now() + PRODUCING_WAIT;
+    while producing() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let counts = seed
+        .counts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (i, fault) in faults.iter_mut().enumerate() {
+        fault.counts = counts.get(&i).copied();
+        if fault.counts.is_none() && fault.fired && fault.fault == "duplicate" {
+            fault
+                .outcome
+                .push_str(" (still copying when the seed was scored: no counts)");
+        }
+    }
+}
+
 /// What is particular to one strike of a fault (everything else is the
 /// [`Seed`]'s).
 #[derive(Debug, Clone, Copy)]

@@ -23,7 +23,8 @@ pub(super) struct Traces<'a> {
     names: &'a CaptureNames,
     /// Whose groups and namespaces to remove.
     consumers: &'a [String],
-    /// The slots of the scenario's own consumers that read the source.
+    /// The slots of the scenario's own consumers that read the source, and
+    /// lossproof's own commit-order slot.
     own_slots: Vec<String>,
 }
 
@@ -37,7 +38,10 @@ impl<'a> Traces<'a> {
             source: &seed.source,
             names: &seed.names,
             consumers: &seed.options.consumers,
-            own_slots: crate::own::slots(&seed.plan.declared, &seed.options.consumers, &seed.names),
+            own_slots: crate::own::slots(&seed.plan.declared, &seed.options.consumers, &seed.names)
+                .into_iter()
+                .chain([crate::snapshots::slot(&seed.names)])
+                .collect(),
         }
     }
 }

@@ -9,9 +9,11 @@
 //!    namespaces all named for the seed's run id; the consumers started as
 //!    supervised child processes;
 //! 2. [`phases`]: the workload runs, every fault fires at its planned
-//!    offset WHILE it runs (`Plan::timeline`, `with chance` drawn once),
-//!    and what really happened is recorded (`faults`); a drain between
-//!    phases gates;
+//!    offset WHILE it runs (`Plan::timeline`, `with chance` drawn once;
+//!    each fault line on its own, [`schedule`] says whether the seed kept
+//!    to its plan), and what really happened is recorded (`faults`); a
+//!    drain between phases gates; meanwhile the freshness probe beats and
+//!    its follower watches every lake ([`crate::freshness`]);
 //! 3. [`drain`]: connector RUNNING, slot at the source's final LSN, every
 //!    consumer at the end of every partition of every topic — else
 //!    INVALID; then the consumers stop, all at once, and what they said
@@ -33,6 +35,7 @@ use lossproof_runtime::Stack;
 use lossproof_runtime::reconcile::DiffRow;
 
 use crate::error::{Error, Result};
+use crate::freshness::{Follower, Probe, ProbeTopic};
 use crate::seed::Seed;
 
 mod cleanup;
@@ -41,6 +44,7 @@ mod interrupt;
 mod options;
 mod phases;
 mod record;
+mod schedule;
 mod score;
 mod setup;
 
@@ -48,8 +52,10 @@ pub use cleanup::clean_run;
 pub use interrupt::{Interrupt, interrupt_on_signals, never_interrupted};
 pub use options::{Locations, Options};
 pub use record::{
-    AssertionRecord, FaultRecord, RunRecord, SeedRecord, StackRecord, Timings, Verdict,
+    AssertionRecord, CaptureLossRow, FaultCounts, FaultRecord, FreshnessRecord, RunRecord,
+    SeedRecord, StackRecord, Timings, Verdict,
 };
+pub use schedule::{DRIFT_P99_BOUND_MS, RATE_BOUND, ScheduleRecord};
 pub use score::{assertion_tables, nothing_to_judge};
 
 /// Diff rows kept per consumer in a seed's record (`SeedRecord::samples`).
@@ -179,33 +185,165 @@ async fn body(
             Some(drain::snapshot_reached(seed, &positions, preloaded, progress).await?);
     }
 
-    // 2. Phases: the workload runs, faults fire at their planned offsets.
-    let drain_limit = phases::phases(seed, &positions, record, progress).await?;
+    // 2. Phases: the workload runs, faults fire at their planned offsets;
+    // meanwhile the probe beats and the follower watches every lake.
+    let (drain_limit, following) =
+        Box::pin(followed_phases(seed, &positions, record, progress)).await?;
     // The compactor works through the phases only: the drain and the score
     // see the consumers alone.
     if let Some(compactor) = seed.compactor.lock().await.as_mut() {
         compactor.terminate(Duration::from_secs(10)).await;
     }
 
-    // 3. The final drain, then the consumers stop.
+    // 3. The final drain, then the consumers stop, then the follower (its
+    // last look reads their last commits).
     progress("draining");
     let drain_start = Instant::now();
     let gated = drain::drain(seed, &positions, drain_limit).await;
     record.timings.drain_ms = millis(drain_start.elapsed());
     let said = drain::stop_consumers(seed).await;
     record.races = drain::races(seed, &said);
+    crate::fault::counts_into(seed, &mut record.faults).await;
+    let followed_at = Instant::now();
+    let followed = following.stop(record).await;
+    record.timings.snapshots_ms = millis(followed_at.elapsed());
     let stopped = drain::stopped_on_purpose(&said);
     if !stopped.is_empty() {
         return Ok(Ended::ConsumersStopped(stopped));
     }
     gated?;
 
-    // 4. Score: reconcile, evaluate the assertions.
+    // 4. Score: reconcile, check every snapshot the follower read, evaluate
+    // the assertions.
     progress("reconciling");
     let reconcile_start = Instant::now();
-    let scored = score::score(seed, record).await;
+    let scored = Box::pin(score::score(seed, record, followed)).await;
     record.timings.reconcile_ms = millis(reconcile_start.elapsed());
     scored.map(Ended::Scored)
+}
+
+/// The follower, still following every lake after the phases (the drain's
+/// commits are states readers see too).
+struct Following {
+    follower: Follower,
+    probes: Vec<crate::freshness::ProbeTable>,
+    beats: crate::freshness::Beats,
+    /// When the probe stopped (ms of the seed's clock).
+    until_ms: u64,
+    /// The tables each lake's snapshots are checked over, and the epoch ms
+    /// at the seed clock's start.
+    tables: Vec<lossproof_runtime::reconcile::SourceTable>,
+    epoch_ms: i64,
+}
+
+/// What the follower read of every lake, for the snapshot check.
+pub(super) struct Followed {
+    pub logs: Vec<crate::snapshots::LakeLog>,
+    pub tables: Vec<lossproof_runtime::reconcile::SourceTable>,
+    pub epoch_ms: i64,
+}
+
+impl Following {
+    /// Stop the follower; each lake's freshness into the record.
+    async fn stop(self, record: &mut SeedRecord) -> Followed {
+        let (watched, logs) = self.follower.stop().await;
+        let watched = watched.unwrap_or_default();
+        record.freshness = self
+            .probes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, table)| {
+                let one = watched.get(i).cloned().unwrap_or_default();
+                FreshnessRecord::of(table, &one, &self.beats, self.until_ms)
+            })
+            .collect();
+        Followed {
+            logs,
+            tables: self.tables,
+            epoch_ms: self.epoch_ms,
+        }
+    }
+}
+
+/// The phases ([`phases::phases`]), with the freshness probe beating and
+/// the follower watching every consumer's lake meanwhile
+/// ([`crate::freshness`], [`crate::snapshots`]); the follower goes on.
+async fn followed_phases(
+    seed: &Seed<'_>,
+    positions: &[lossproof_runtime::reconcile::gate::ConsumerPosition],
+    record: &mut SeedRecord,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(Duration, Following)> {
+    let clock = Instant::now();
+    let probe = Probe::start(
+        seed.endpoints.source.clone(),
+        seed.names.database.clone(),
+        clock,
+    );
+    let probes =
+        crate::under_test::probe_tables(&seed.options.consumers, &seed.plan.declared, &seed.names);
+    let topic = seed
+        .names
+        .topic("public", lossproof_vocabulary::workloads::PROBE_TABLE);
+    // The probe's topic is read only for a consumer measured by offsets.
+    let partitions = if probes.iter().any(|t| t.offsets) {
+        let ends = lossproof_runtime::reconcile::gate::ends(&seed.endpoints.kafka, &topic).await?;
+        Some(ends.into_iter().map(|(p, _)| p).collect())
+    } else {
+        None
+    };
+    let topic = ProbeTopic::open(
+        &seed.endpoints.kafka,
+        &seed.endpoints.registry,
+        &topic,
+        partitions,
+    )
+    .map_err(Error::Follower)?;
+    let mut tables = Vec::new();
+    for table in seed.scored_tables() {
+        tables.push(lossproof_runtime::reconcile::source::describe(&seed.source, table).await?);
+    }
+    let lakes = crate::under_test::lakes(
+        &seed.options.consumers,
+        &seed.plan.declared,
+        &seed.names,
+        &seed.workload,
+    )
+    .into_iter()
+    .map(|lake| crate::snapshots::LakeTables {
+        not_checked: if lake.changelog {
+            Some("not checked: a change log (docs/run.md, \"Snapshots\")".to_owned())
+        } else if !lake.views.is_empty() {
+            Some("not checked: its tables are read through views".to_owned())
+        } else {
+            None
+        },
+        consumer: lake.consumer,
+        namespace: lake.namespace,
+        tables: tables.clone(),
+    })
+    .collect();
+    let follower = Follower::start(
+        seed.endpoints.open_lake().await?,
+        probes.clone(),
+        topic,
+        (&seed.endpoints, lakes),
+        clock,
+    );
+    let drain_limit = phases::phases(seed, positions, record, (clock, &probe), progress).await?;
+    let beats = probe.stop().await;
+    let until_ms = millis(clock.elapsed());
+    Ok((
+        drain_limit,
+        Following {
+            follower,
+            probes,
+            beats,
+            until_ms,
+            tables,
+            epoch_ms: crate::snapshots::epoch_ms_at(clock),
+        },
+    ))
 }
 
 /// The seed's verdict and its reason, from how its steps ended: the one
@@ -216,7 +354,7 @@ async fn body(
 /// assertion is INVALID, never PASS.
 fn judge(ended: &Result<Ended>, seed: &Seed<'_>, record: &SeedRecord) -> (Verdict, Option<String>) {
     match ended {
-        Err(error) => (Verdict::Invalid, Some(error.to_string())),
+        Err(error) => (Verdict::Invalid, Some(with_log_tail(error, seed))),
         Ok(Ended::ConsumersStopped(reasons)) => (Verdict::Fail, Some(reasons.join("; "))),
         Ok(Ended::Scored(_)) => {
             if !record.assertions.iter().any(|a| a.passed.is_some()) {
@@ -243,6 +381,33 @@ fn judge(ended: &Result<Ended>, seed: &Seed<'_>, record: &SeedRecord) -> (Verdic
     }
 }
 
+/// An error's text; when a consumer is the one behind at a drain, with
+/// the end of its log (a consumer that could not start again says why
+/// there, and the seed's clean-up may remove its folder).
+fn with_log_tail(error: &Error, seed: &Seed<'_>) -> String {
+    match behind(error) {
+        Some(consumer) => format!(
+            "{error}; the end of its log ({}):\n{}",
+            seed.log_of(consumer).display(),
+            crate::own::log_tail(&seed.log_of(consumer), 8)
+        ),
+        None => error.to_string(),
+    }
+}
+
+/// The consumer a drain (the final one or one between phases) found
+/// behind, if that is what `error` is.
+fn behind(error: &Error) -> Option<&str> {
+    use lossproof_runtime::reconcile::gate::Invalid;
+    match error {
+        Error::NotDrained(
+            Invalid::ConsumerBehind { consumer, .. } | Invalid::LakeBehind { consumer, .. },
+        ) => Some(consumer),
+        Error::BetweenPhases { source, .. } => behind(source),
+        _ => None,
+    }
+}
+
 /// `--keep`: a failed seed's diff, as JSON, in its log folder.
 fn keep_diff(seed: &Seed<'_>, diff: &[DiffRow]) -> Result<std::path::PathBuf> {
     let path = seed.logs.join("diff.json");
@@ -252,7 +417,8 @@ fn keep_diff(seed: &Seed<'_>, diff: &[DiffRow]) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
-fn millis(d: Duration) -> u64 {
+/// A duration in whole milliseconds (saturating).
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

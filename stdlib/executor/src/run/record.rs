@@ -9,8 +9,10 @@ use lossproof_lang::timeline::Occurrence;
 use lossproof_runtime::reconcile::{DiffRow, Summary};
 use serde::{Deserialize, Serialize};
 
+use super::ScheduleRecord;
 use crate::error::{Error, Result};
 use crate::fault::maintenance::Races;
+pub use crate::freshness::FreshnessRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -32,8 +34,18 @@ pub struct FaultRecord {
     #[serde(default)]
     pub location: String,
     pub fired: bool,
-    /// Milliseconds from the seed's start, when it fired.
+    /// Milliseconds from the seed's start, when it was due (its phase's
+    /// start plus its planned offset) and when it fired.
+    #[serde(default)]
+    pub due_ms: Option<u64>,
     pub fired_ms: Option<u64>,
+    /// How late it fired: `fired_ms - due_ms`.
+    #[serde(default)]
+    pub drift_ms: Option<u64>,
+    /// When firing it returned (a restart returns once the component is
+    /// back; a lasting fault once it is in place, see `ends_ms`).
+    #[serde(default)]
+    pub done_ms: Option<u64>,
     /// When it stopped acting, for a fault that lasts (a network fault,
     /// `duplicate`): its `for` length or its phase's end, whichever came first.
     #[serde(default)]
@@ -42,6 +54,28 @@ pub struct FaultRecord {
     pub during_load: bool,
     /// What it did, or why it did not fire.
     pub outcome: String,
+    /// What it produced, in records, for the faults that produce records
+    /// (`duplicate`, `inject junk`): what an assertion over dead letters or
+    /// duplicates counts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<FaultCounts>,
+}
+
+/// The records one fault occurrence produced (docs/language.md, "What
+/// faults produce").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultCounts {
+    /// `duplicate`: the records it read from the topics and could copy
+    /// (every record it did not write itself).
+    pub considered: u64,
+    /// `duplicate`: copies it sent of records that are not junk (change
+    /// events, tombstones).
+    pub copied: u64,
+    /// Junk records it sent: `inject junk`'s own, or `duplicate`'s copies
+    /// of junk. Their sum over a seed is the junk on the topics.
+    pub junk: u64,
+    /// Records it could not deliver (counted in none of the above).
+    pub send_errors: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,6 +97,10 @@ pub struct Timings {
     pub drain_ms: u64,
     pub reconcile_ms: u64,
     pub total_ms: u64,
+    /// What following every snapshot added to the seed's wall time: the
+    /// follower's last look after the consumers stopped, and the check.
+    #[serde(default)]
+    pub snapshots_ms: u64,
 }
 
 /// Everything about one seed.
@@ -100,6 +138,56 @@ pub struct SeedRecord {
     /// took to reach each consumer's lake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotRecord>,
+    /// Per consumer: its lake's lag behind the source over the seed's
+    /// phases, as a reader saw it (`crate::freshness`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub freshness: Vec<FreshnessRecord>,
+    /// Whether the seed did what its scenario said (its workload's rate,
+    /// its faults' timing); `None` when its phases did not finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleRecord>,
+    /// Every lake state each consumer published, checked against the
+    /// source's states (`crate::snapshots`), and per consumer the counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<crate::snapshots::SnapshotRow>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consistency: Vec<crate::snapshots::ConsistencyRecord>,
+    /// The diff rows of keys whose last source change never reached
+    /// their topic, taken out of the consumers' damage (the `capture_loss`
+    /// table; `lossproof_runtime::reconcile::capture`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capture_loss: Vec<CaptureLossRow>,
+    /// Why capture was not checked (its loss then stays in the consumers'
+    /// damage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_note: Option<String>,
+    /// The wrong keys of the inconsistent states (the `snapshot_keys`
+    /// table; not in the run record: its samples are in `snapshots`).
+    #[serde(skip)]
+    pub snapshot_keys: Vec<crate::snapshots::KeyRow>,
+}
+
+/// A diff row set aside as capture's loss: the row, and the lost change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureLossRow {
+    #[serde(flatten)]
+    pub row: DiffRow,
+    /// The source transaction of the change that never reached the topic.
+    pub xid: i64,
+    /// That change deleted the key.
+    pub deleted: bool,
+}
+
+impl SeedRecord {
+    /// The keys capture lost (each once, whichever consumers had it wrong).
+    #[must_use]
+    pub fn capture_lost_keys(&self) -> usize {
+        self.capture_loss
+            .iter()
+            .map(|c| (&c.row.table, &c.row.key))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    }
 }
 
 /// A preload's initial snapshot, end to end.
@@ -181,7 +269,48 @@ impl SeedRecord {
             diff_file: None,
             races: BTreeMap::new(),
             snapshot: None,
+            freshness: Vec::new(),
+            schedule: None,
+            snapshots: Vec::new(),
+            consistency: Vec::new(),
+            snapshot_keys: Vec::new(),
+            capture_loss: Vec::new(),
+            capture_note: None,
         }
+    }
+}
+
+impl SeedRecord {
+    /// Each consumer's lag in this seed as the probe measured it (what
+    /// every report shows), for the consumers it was measured for.
+    pub fn lags(&self) -> impl Iterator<Item = &FreshnessRecord> {
+        self.freshness
+            .iter()
+            .filter(|f| f.method == "probe" && !f.lags_ms.is_empty())
+    }
+
+    /// Consumer `consumer`'s lag in this seed ([`SeedRecord::lags`]), if it
+    /// was measured.
+    #[must_use]
+    pub fn lag_of(&self, consumer: &str) -> Option<&FreshnessRecord> {
+        self.lags().find(|f| f.consumer == consumer)
+    }
+
+    /// Consumer `consumer`'s snapshots in this seed (checked or why not),
+    /// if the seed got as far as checking them.
+    #[must_use]
+    pub fn consistency_of(&self, consumer: &str) -> Option<&crate::snapshots::ConsistencyRecord> {
+        self.consistency.iter().find(|c| c.consumer == consumer)
+    }
+
+    /// Whether the seed did what its scenario said (docs/run.md, "On
+    /// schedule"), so its damage and lag count with the others'; a seed
+    /// whose phases did not finish has nothing to count anyway.
+    #[must_use]
+    pub fn on_schedule(&self) -> bool {
+        self.schedule
+            .as_ref()
+            .is_none_or(ScheduleRecord::on_schedule)
     }
 }
 
@@ -197,10 +326,14 @@ impl FaultRecord {
             text: o.text.clone(),
             location,
             fired: false,
+            due_ms: None,
             fired_ms: None,
+            drift_ms: None,
+            done_ms: None,
             ends_ms: None,
             during_load: false,
             outcome: "not reached".into(),
+            counts: None,
         }
     }
 }

@@ -4,27 +4,36 @@
 //! assertion about a consumer not under test is not evaluated; a seed that
 //! evaluated none is INVALID, never PASS (`super::judge`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use lossproof_lang::Plan;
+use lossproof_runtime::reconcile::capture::Undelivered;
 use lossproof_runtime::reconcile::{self, DiffRow, Table};
 
-use super::{AssertionRecord, FaultRecord, SeedRecord};
+use super::{AssertionRecord, FaultRecord, FreshnessRecord, SeedRecord};
 use crate::error::Result;
 use crate::fault::maintenance::Races;
 use crate::seed::Seed;
 
 /// Reconcile, evaluate the assertions into the record; the diff (for
 /// `--keep`). The verdict is the caller's ([`super::judge`]).
-pub(super) async fn score(seed: &Seed<'_>, record: &mut SeedRecord) -> Result<Vec<DiffRow>> {
+pub(super) async fn score(
+    seed: &Seed<'_>,
+    record: &mut SeedRecord,
+    followed: super::Followed,
+) -> Result<Vec<DiffRow>> {
     let (plan, options, names) = (seed.plan, seed.options, &seed.names);
     let lakes = crate::under_test::lakes(&options.consumers, &plan.declared, names, &seed.workload);
-    let tables: Vec<&str> = seed.workload.table_names();
+    let tables: Vec<&str> = seed.scored_tables();
     // The row tables cost memory for every row: kept only if an assertion reads them.
     let rows = reconcile::RowTables::for_queries(plan.assertions.iter().map(|a| a.sql.as_str()));
-    let scored = reconcile::reconcile(&seed.source, &seed.lake, &tables, &lakes, rows).await?;
+    let mut scored = reconcile::reconcile(&seed.source, &seed.lake, &tables, &lakes, rows).await?;
+    // The source's commit order, read once (reading releases it): for the
+    // capture check and the snapshots' check.
+    let order = reconcile::source::commit_order(&seed.source, &crate::snapshots::slot(names)).await;
+    let uncaptured = charge_capture(seed, &tables, order.as_ref().ok(), &mut scored, record).await;
     for consumer in &options.consumers {
         record
             .wrong_rows
@@ -39,11 +48,10 @@ pub(super) async fn score(seed: &Seed<'_>, record: &mut SeedRecord) -> Result<Ve
         .collect();
     let dead_letters =
         lossproof_consumers::correct::state::dead_letters_batch(&seed.lake, &namespaces).await?;
-    let ctx = scored.session(assertion_tables(
-        &record.faults,
-        &record.races,
-        dead_letters,
-    ))?;
+    let checking = std::time::Instant::now();
+    check_snapshots(seed, record, followed, order, &uncaptured).await;
+    record.timings.snapshots_ms += super::millis(checking.elapsed());
+    let ctx = scored.session(assertion_tables(record, dead_letters))?;
     for (index, assertion) in plan.assertions.iter().enumerate() {
         let location = options
             .locations
@@ -77,6 +85,131 @@ pub(super) async fn score(seed: &Seed<'_>, record: &mut SeedRecord) -> Result<Ve
         });
     }
     Ok(scored.diff)
+}
+
+/// Take the keys capture lost out of the consumers' damage
+/// ([`reconcile::capture`]) into the record's `capture_loss`: a key whose
+/// last source change never reached its topic is capture's loss, not a
+/// consumer's. A check that cannot run leaves the damage charged to the
+/// consumers, with the reason in `capture_note`. Every change capture
+/// never delivered (for the snapshot check), when some key was lost.
+async fn charge_capture(
+    seed: &Seed<'_>,
+    tables: &[&str],
+    order: Option<&Vec<(i64, u64)>>,
+    scored: &mut reconcile::Reconciliation,
+    record: &mut SeedRecord,
+) -> Undelivered {
+    let mut wanted: HashMap<String, HashSet<String>> = HashMap::new();
+    for row in scored.diff.iter().filter(|d| d.kind.is_damage()) {
+        wanted
+            .entry(row.table.clone())
+            .or_default()
+            .insert(row.key.clone());
+    }
+    if wanted.is_empty() {
+        return Undelivered::new();
+    }
+    let Some(order) = order else {
+        record.capture_note =
+            Some("capture not checked: the source's commit order could not be read".to_owned());
+        return Undelivered::new();
+    };
+    let commits: HashMap<i64, u64> = order.iter().copied().collect();
+    let checked = async {
+        let mut described = Vec::new();
+        for table in tables {
+            let spec = reconcile::source::describe(&seed.source, table).await?;
+            described.push((spec, seed.names.topic("public", table)));
+        }
+        let topics = reconcile::capture::Topics {
+            kafka: &seed.endpoints.kafka,
+            registry: &seed.endpoints.registry,
+            tables: &described,
+        };
+        reconcile::capture::check(
+            &seed.source,
+            &topics,
+            &commits,
+            &wanted,
+            CAPTURE_CHECK_LIMIT,
+        )
+        .await
+    }
+    .await;
+    let capture = match checked {
+        Ok(capture) => capture,
+        Err(e) => {
+            record.capture_note = Some(format!("capture not checked: {e}"));
+            return Undelivered::new();
+        }
+    };
+    let changes: HashMap<(&str, &str), &reconcile::capture::Lost> = capture
+        .lost
+        .iter()
+        .map(|l| ((l.table.as_str(), l.key.as_str()), l))
+        .collect();
+    record.capture_loss = scored
+        .set_aside(&capture.lost)
+        .into_iter()
+        .filter_map(|row| {
+            let change = changes.get(&(row.table.as_str(), row.key.as_str()))?;
+            Some(super::CaptureLossRow {
+                xid: change.xid,
+                deleted: change.deleted,
+                row,
+            })
+        })
+        .collect();
+    capture.undelivered
+}
+
+/// How long the capture check may take to read the topics of the tables
+/// with damaged keys to their ends.
+const CAPTURE_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_mins(2);
+
+/// Check every lake state the follower read against the source's states
+/// (`crate::snapshots`) into the record. A check that could not run (the
+/// source's history unreadable) leaves every consumer's snapshots
+/// unchecked, with the reason: the `snapshots` table is then empty, and an
+/// assertion over it says so by failing, never by passing.
+async fn check_snapshots(
+    seed: &Seed<'_>,
+    record: &mut SeedRecord,
+    followed: super::Followed,
+    order: Result<Vec<(i64, u64)>, reconcile::Error>,
+    uncaptured: &Undelivered,
+) {
+    let consumers: Vec<String> = followed.logs.iter().map(|l| l.consumer.clone()).collect();
+    let checked = async {
+        let order: Vec<i64> = order?.into_iter().map(|(xid, _)| xid).collect();
+        crate::snapshots::check(
+            &seed.source,
+            &followed.tables,
+            (&order, uncaptured),
+            followed.logs,
+            followed.epoch_ms,
+        )
+        .await
+    }
+    .await;
+    match checked {
+        Ok(checked) => {
+            record.snapshots = checked.snapshots;
+            record.snapshot_keys = checked.keys;
+            record.consistency = checked.consumers;
+        }
+        Err(e) => {
+            record.consistency = consumers
+                .into_iter()
+                .map(|consumer| crate::snapshots::ConsistencyRecord {
+                    consumer,
+                    note: Some(format!("not checked: {e}")),
+                    ..Default::default()
+                })
+                .collect();
+        }
+    }
 }
 
 /// Up to [`super::SAMPLES_PER_CONSUMER`] diff rows per consumer, taken
@@ -140,19 +273,67 @@ pub(super) fn unjudged_reason(plan: &Plan, consumers: &[String]) -> String {
     )
 }
 
-/// The tables assertions see besides the reconciler's: `faults`, `races`
-/// and `dead_letters` (`lossproof_runtime::reconcile::tables`).
+/// The tables assertions see besides the reconciler's, from a seed's
+/// record: `faults`, `races`, `freshness` and `freshness_summary`, and
+/// `dead_letters` (`lossproof_runtime::reconcile::tables`).
 #[must_use]
 pub fn assertion_tables(
-    faults: &[FaultRecord],
-    races: &BTreeMap<String, Races>,
+    record: &SeedRecord,
     dead_letters: RecordBatch,
 ) -> Vec<(Table, RecordBatch)> {
-    vec![
-        (Table::Faults, faults_batch(faults)),
-        (Table::Races, races_batch(races)),
+    let (freshness, summary) = freshness_batches(&record.freshness);
+    let mut tables = vec![
+        (Table::Faults, faults_batch(&record.faults)),
+        (Table::Races, races_batch(&record.races)),
         (Table::DeadLetters, dead_letters),
-    ]
+        (Table::Freshness, freshness),
+        (Table::FreshnessSummary, summary),
+    ];
+    tables.push((Table::CaptureLoss, capture_loss_batch(&record.capture_loss)));
+    tables.extend(crate::snapshots::batches(
+        &record.snapshots,
+        &record.consistency,
+        &record.snapshot_keys,
+    ));
+    tables
+}
+
+/// The `freshness` table (one row per consumer and sample) and
+/// `freshness_summary` (one per consumer).
+fn freshness_batches(records: &[FreshnessRecord]) -> (RecordBatch, RecordBatch) {
+    let texts = |each: &mut dyn Iterator<Item = &str>| -> ArrayRef {
+        Arc::new(each.map(Some).collect::<StringArray>())
+    };
+    let numbers = |each: &mut dyn Iterator<Item = u64>| -> ArrayRef {
+        Arc::new(each.map(Some).collect::<UInt64Array>())
+    };
+    let samples = || {
+        records.iter().flat_map(|r| {
+            r.t_ms
+                .iter()
+                .zip(&r.lags_ms)
+                .map(move |(t, lag)| (r, *t, *lag))
+        })
+    };
+    let freshness = Table::Freshness.batch(vec![
+        texts(&mut samples().map(|(r, _, _)| r.consumer.as_str())),
+        texts(&mut samples().map(|(r, _, _)| r.table.as_str())),
+        texts(&mut samples().map(|(r, _, _)| r.method.as_str())),
+        numbers(&mut samples().map(|(_, t, _)| t)),
+        numbers(&mut samples().map(|(_, _, lag)| lag)),
+    ]);
+    let summary = Table::FreshnessSummary.batch(vec![
+        texts(&mut records.iter().map(|r| r.consumer.as_str())),
+        texts(&mut records.iter().map(|r| r.table.as_str())),
+        texts(&mut records.iter().map(|r| r.method.as_str())),
+        numbers(&mut records.iter().map(|r| r.lags_ms.len() as u64)),
+        numbers(&mut records.iter().map(|r| r.step_ms)),
+        numbers(&mut records.iter().map(|r| r.p50_ms)),
+        numbers(&mut records.iter().map(|r| r.p99_ms)),
+        numbers(&mut records.iter().map(|r| r.max_ms)),
+        numbers(&mut records.iter().map(|r| r.snapshots)),
+    ]);
+    (freshness, summary)
 }
 
 /// The `races` table: one row per consumer lake with the maintenance
@@ -184,6 +365,25 @@ fn races_batch(races: &BTreeMap<String, Races>) -> RecordBatch {
     Table::Races.batch(columns)
 }
 
+/// The `capture_loss` table.
+fn capture_loss_batch(rows: &[super::CaptureLossRow]) -> RecordBatch {
+    let text = |f: fn(&super::CaptureLossRow) -> &str| -> ArrayRef {
+        Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
+    };
+    Table::CaptureLoss.batch(vec![
+        text(|r| &r.row.table),
+        text(|r| &r.row.key),
+        text(|r| &r.row.consumer),
+        text(|r| r.row.kind.as_str()),
+        Arc::new(
+            rows.iter()
+                .map(|r| Some(r.xid))
+                .collect::<arrow_array::Int64Array>(),
+        ),
+        text(|r| if r.deleted { "delete" } else { "write" }),
+    ])
+}
+
 /// The `faults` table.
 fn faults_batch(faults: &[FaultRecord]) -> RecordBatch {
     let text = |f: fn(&FaultRecord) -> &str| -> ArrayRef {
@@ -206,5 +406,12 @@ fn faults_batch(faults: &[FaultRecord]) -> RecordBatch {
         number(|f| f.ends_ms),
         flag(|f| f.during_load),
         text(|f| &f.outcome),
+        number(|f| f.due_ms),
+        number(|f| f.drift_ms),
+        number(|f| f.done_ms),
+        number(|f| f.counts.map(|c| c.considered)),
+        number(|f| f.counts.map(|c| c.copied)),
+        number(|f| f.counts.map(|c| c.junk)),
+        number(|f| f.counts.map(|c| c.send_errors)),
     ])
 }

@@ -54,6 +54,13 @@ pub(super) async fn setup(seed: &Seed<'_>, progress: &(dyn Fn(&str) + Sync)) -> 
     )
     .await?;
     let _ = seed.connector.set(captured.config);
+    // The order of the source's commits from here on, for the snapshot
+    // check (`crate::snapshots`): after the preload (at position 0).
+    lossproof_runtime::reconcile::source::start_commit_order(
+        &seed.source,
+        &crate::snapshots::slot(&seed.names),
+    )
+    .await?;
     if let Some(preloaded) = captured.preloaded {
         progress(&format!(
             "preloaded {} orders, {} customers, {} items in {:.1}s",
@@ -73,10 +80,9 @@ pub(super) async fn setup(seed: &Seed<'_>, progress: &(dyn Fn(&str) + Sync)) -> 
         &seed.source,
     )
     .await?;
-    // A scenario's own tables reach the reference consumers as a file.
-    if let Some(file) = seed.tables_file() {
-        lossproof_consumers::tables_file::write(&file, &plan.workload.tables)?;
-    }
+    // The seed's tables (the probe's included) reach the reference
+    // consumers as a file.
+    lossproof_consumers::tables_file::write(&seed.tables_file(), &seed.workload.tables)?;
     {
         let mut consumers = seed.consumers.lock().await;
         for name in &seed.options.consumers {

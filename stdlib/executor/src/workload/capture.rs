@@ -74,6 +74,8 @@ pub async fn capture(
         how.partitions,
     )
     .await?;
+    // One partition: the transactions in commit order.
+    create_topics(&endpoints.kafka, &[names.transaction_topic()], 1).await?;
     let tables: Vec<String> = workload
         .tables
         .iter()

@@ -93,9 +93,9 @@ mod tests {
         assert!(sql.contains("CREATE INDEX orders_customer_id_fk ON orders (customer_id);"));
         assert!(!sql.contains("ON order_items (order_id)"), "{sql}");
         assert!(!sql.contains("REPLICA IDENTITY"));
-        assert!(
-            sql.contains("CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE ON order_items")
-        );
+        assert!(sql.contains(
+            "CREATE TRIGGER lossproof_history AFTER INSERT OR UPDATE OR DELETE ON order_items"
+        ));
         assert!(
             ddl(lossproof_vocabulary::workloads::orders(), true)
                 .contains("ALTER TABLE orders REPLICA IDENTITY FULL;")

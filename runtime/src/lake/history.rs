@@ -1,0 +1,184 @@
+//! A table's history as a follower reads it: the snapshots committed after
+//! one it has seen, and the files each of them added. What a reader that
+//! keeps up with a table incrementally needs (the correct consumer's key
+//! index, the executor's snapshot follower), so it reads only what changed.
+
+use iceberg::spec::{DataContentType, DataFileFormat, ManifestEntry, ManifestStatus};
+use iceberg::table::Table;
+
+/// Where a follower is in one lake table: the metadata file it last loaded,
+/// the table's uuid (a new one: the table was replaced) and the snapshot it
+/// last read (-1: none yet).
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    pub location: Option<String>,
+    pub uuid: Option<String>,
+    pub seen: i64,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Self {
+            location: None,
+            uuid: None,
+            seen: -1,
+        }
+    }
+}
+
+impl Cursor {
+    /// The table again, unless `locations` (the catalog's current metadata
+    /// file per table of the namespace, where it can list them:
+    /// [`crate::Lake::metadata_locations`]) says it has not changed since
+    /// the last load: loading parses its whole metadata file, so a follower
+    /// polling every 100 ms loads only what changed. `Ok(None)` also while
+    /// the table was never there (its writer has not created it yet).
+    ///
+    /// # Errors
+    /// The table cannot be loaded though it was loaded before.
+    pub async fn load(
+        &mut self,
+        lake: &crate::Lake,
+        namespace: &str,
+        table: &str,
+        locations: Option<&std::collections::HashMap<String, String>>,
+    ) -> Result<Option<Table>, String> {
+        if let Some(locations) = locations
+            && self.location.is_some()
+            && locations.get(table) == self.location.as_ref()
+        {
+            return Ok(None);
+        }
+        let ident = crate::lake::ident(namespace, table);
+        let loaded = match lake.catalog().load_table(&ident).await {
+            Ok(loaded) => loaded,
+            Err(_) if self.uuid.is_none() => return Ok(None),
+            Err(e) => return Err(format!("load {ident}: {e}")),
+        };
+        self.location = loaded.metadata_location().map(str::to_owned);
+        Ok(Some(loaded))
+    }
+}
+
+/// The snapshots of `table` committed after snapshot `seen`, oldest first,
+/// along the current snapshot's ancestry: all of them when `seen` is -1
+/// (nothing seen yet), `None` when `seen` is not an ancestor of the current
+/// snapshot (it expired, or the table was rolled back or replaced).
+#[must_use]
+pub fn since(table: &Table, seen: i64) -> Option<Vec<i64>> {
+    let metadata = table.metadata();
+    let mut since = Vec::new();
+    let mut at = metadata.current_snapshot();
+    // Bounded by the snapshot count: a corrupt parent cycle cannot loop.
+    for _ in 0..metadata.snapshots().len() {
+        let Some(snapshot) = at else { break };
+        if snapshot.snapshot_id() == seen {
+            break;
+        }
+        since.push(snapshot.snapshot_id());
+        at = snapshot
+            .parent_snapshot_id()
+            .and_then(|parent| metadata.snapshot_by_id(parent));
+    }
+    let reached = match at {
+        Some(snapshot) => snapshot.snapshot_id() == seen,
+        None => seen == -1,
+    };
+    reached.then(|| {
+        since.reverse();
+        since
+    })
+}
+
+/// One file a snapshot added or removed.
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    pub path: String,
+    pub content: DataContentType,
+    /// Added (else removed) by the snapshot.
+    pub added: bool,
+    /// Its data sequence number.
+    pub sequence_number: Option<i64>,
+    /// An equality-delete file's columns (field ids).
+    pub equality_ids: Vec<i32>,
+    pub format: DataFileFormat,
+}
+
+impl FileChange {
+    fn of(entry: &ManifestEntry, added: bool) -> Self {
+        Self {
+            path: entry.file_path().to_owned(),
+            content: entry.data_file().content_type(),
+            added,
+            sequence_number: entry.sequence_number(),
+            equality_ids: entry.data_file().equality_ids().unwrap_or_default(),
+            format: entry.file_format(),
+        }
+    }
+}
+
+/// The files (data and delete) snapshot `snapshot` of `table` added, with
+/// their content type, in manifest order.
+///
+/// # Errors
+/// When the snapshot is not in the table's metadata (expired), or a
+/// manifest cannot be read.
+pub async fn added_files(
+    table: &Table,
+    snapshot: i64,
+) -> iceberg::Result<Vec<(String, DataContentType)>> {
+    Ok(changes(table, snapshot)
+        .await?
+        .into_iter()
+        .filter(|c| c.added)
+        .map(|c| (c.path, c.content))
+        .collect())
+}
+
+/// The files snapshot `snapshot` of `table` added and removed, in manifest
+/// order: what a reader following the table one snapshot at a time applies.
+///
+/// # Errors
+/// When the snapshot is not in the table's metadata (expired), or a
+/// manifest cannot be read.
+pub async fn changes(table: &Table, snapshot: i64) -> iceberg::Result<Vec<FileChange>> {
+    let metadata = table.metadata();
+    let Some(snapshot) = metadata.snapshot_by_id(snapshot) else {
+        return Err(iceberg::Error::new(
+            iceberg::ErrorKind::DataInvalid,
+            format!(
+                "{}: snapshot {snapshot} is not in the table's metadata (expired)",
+                table.identifier()
+            ),
+        ));
+    };
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    let mut out = Vec::new();
+    for manifest_file in list.entries() {
+        if manifest_file.added_snapshot_id != snapshot.snapshot_id() {
+            continue;
+        }
+        let manifest = manifest_file.load_manifest(table.file_io()).await?;
+        out.extend(
+            manifest
+                .entries()
+                .iter()
+                .filter(|e| e.snapshot_id() == Some(snapshot.snapshot_id()))
+                .filter_map(|e| match e.status() {
+                    ManifestStatus::Added => Some(FileChange::of(e, true)),
+                    ManifestStatus::Deleted => Some(FileChange::of(e, false)),
+                    ManifestStatus::Existing => None,
+                }),
+        );
+    }
+    Ok(out)
+}
+
+/// Every live file of `table`'s current snapshot, as if that snapshot had
+/// added them all (what a follower that lost its place starts again from).
+///
+/// # Errors
+/// When a manifest cannot be read.
+pub async fn live(table: &Table) -> iceberg::Result<Vec<FileChange>> {
+    super::compact::live_entries(table, None, |e| FileChange::of(e, true)).await
+}
