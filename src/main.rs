@@ -15,6 +15,7 @@ mod fmt;
 mod lsp;
 mod nightly_cli;
 mod reconcile_cli;
+mod replay_cli;
 mod report_html;
 mod run_cli;
 mod scenario;
@@ -169,6 +170,11 @@ enum Command {
         /// Keep the lake and write the diff if the seed fails.
         #[arg(long)]
         keep: bool,
+        /// Run the seed K times and say how reproducible it is: the
+        /// workload's operations, each fault's firing against its plan,
+        /// the damage and the verdicts (docs/run.md).
+        #[arg(long, default_value_t = 1, value_name = "K")]
+        times: usize,
     },
     /// Score a run's lakes against the source: gate (drained and alive), then
     /// one line per consumer and table. Exit 0 clean, 1 damaged, 2 INVALID.
@@ -626,7 +632,8 @@ fn main() -> ExitCode {
             seed,
             state,
             keep,
-        } => run_cli::replay(&record, seed, &state, keep),
+            times,
+        } => replay_cli::replay(&record, seed, &state, keep, times),
         Command::Reconcile {
             source: Some(source),
             table: Some(table),

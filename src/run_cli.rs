@@ -838,7 +838,7 @@ fn snapshots_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
 
 /// The value at share `q` of `sorted` (not empty), rounding to the nearest
 /// index: what the run report's min, median, p90 and max are.
-fn quantile(sorted: &[u64], q: f64) -> u64 {
+pub(crate) fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
@@ -872,43 +872,6 @@ fn races_line(results: &[SeedRecord], consumer: &str) -> Option<String> {
             sum.orphan_files_deleted,
             sum.consumer_conflicts
         )
-    })
-}
-
-/// `lossproof replay RECORD --seed N`: run one seed of a recorded run again,
-/// with the recorded scenario file and consumers.
-pub(crate) fn replay(record: &Path, seed: u64, state: &Path, keep: bool) -> CliResult<bool> {
-    let recorded = run::RunRecord::read(record)?;
-    if !recorded.seeds.contains(&seed) {
-        return Err(format!(
-            "seed {seed} is not in {} (seeds {:?})",
-            record.display(),
-            recorded.seeds
-        )
-        .into());
-    }
-    if recorded.stack.profile != "local" {
-        return Err(format!(
-            "{} ran on profile {}: run the seed again with `lossproof run {} --seeds {seed} --profile PROFILE.toml`",
-            record.display(),
-            recorded.stack.profile,
-            recorded.file
-        )
-        .into());
-    }
-    let (file, consumers) = (recorded.file, recorded.consumers);
-    let seeds = seed.to_string();
-    run(&Args {
-        file: Path::new(&file),
-        seeds: &seeds,
-        partition: None,
-        time_scale: recorded.time_scale,
-        jobs: 1,
-        state,
-        profile: None,
-        consumers: Some(&consumers),
-        keep,
-        outputs: Outputs::default(),
     })
 }
 

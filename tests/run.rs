@@ -869,10 +869,11 @@ fn junk_and_copies_are_counted(state: &Path) {
 /// neither consumer is charged for them (the scenario asserts the correct
 /// consumer clean and the loss shared by both).
 fn capture_loss_is_charged_to_capture(state: &Path) {
-    let (code, text, record) = run(
+    let (code, text, record) = run_with(
         state,
         &input("capture-loss.lp"),
         "1",
+        &[],
         &state.join("capture-loss.json"),
     );
     let seed = &record["results"][0];
@@ -1104,19 +1105,43 @@ fn replay_plans_the_recorded_timeline(state: &Path, first: &serde_json::Value) {
             state.join("first.json").to_str().unwrap(),
             "--seed",
             "3",
+            "--times",
+            "2",
         ],
     );
     let text = String::from_utf8_lossy(&replayed.stdout).into_owned();
-    let path = text
+    let records: Vec<&str> = text
         .lines()
-        .find_map(|l| l.strip_prefix("run record: "))
-        .unwrap_or_else(|| panic!("replay prints its record: {text}"));
-    let third: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(
-        first["results"][0]["planned"], third["results"][0]["planned"],
-        "{text}"
-    );
+        .filter_map(|l| l.strip_prefix("run record: "))
+        .collect();
+    assert_eq!(records.len(), 2, "one record per run: {text}");
+    for path in records {
+        let again: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(
+            first["results"][0]["planned"], again["results"][0]["planned"],
+            "{text}"
+        );
+        assert!(
+            again["results"][0]["workload_digest"]
+                .as_str()
+                .is_some_and(|d| d.len() == 16),
+            "{again:#}"
+        );
+    }
+    // What varied and what did not, over the two runs.
+    let summary = text
+        .split_once("seed 3, run 2 times:\n")
+        .unwrap_or_else(|| panic!("a reproducibility summary: {text}"))
+        .1;
+    for part in [
+        "  workload: ",
+        "  faults: 2 planned occurrences",
+        "  careless: wrong rows min ",
+        "  verdicts: ",
+    ] {
+        assert!(summary.contains(part), "{part}: {summary}");
+    }
     let wrong = lossproof(
         state,
         &[

@@ -228,6 +228,15 @@ pub(super) async fn phases(
                 streams = Some(kept);
                 let report = report.map_err(Error::pg("workload"))?;
                 record.workload_ops += report.ops;
+                for (all, this) in [
+                    (&mut record.workload_digest, &report.digest),
+                    (&mut record.workload_prefix_digest, &report.prefix_digest),
+                ] {
+                    if !all.is_empty() {
+                        all.push('+');
+                    }
+                    all.push_str(this);
+                }
                 loads.push((index, duration_ms, report.ops));
                 record.workload_failed += report.failed;
                 // Place the phase's seconds on the seed's clock.

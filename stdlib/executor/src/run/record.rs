@@ -23,7 +23,7 @@ pub enum Verdict {
 }
 
 /// One planned fault occurrence and what became of it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FaultRecord {
     pub phase: usize,
     pub planned_ms: u64,
@@ -124,6 +124,16 @@ pub struct SeedRecord {
     pub assertions: Vec<AssertionRecord>,
     pub workload_ops: u64,
     pub workload_failed: u64,
+    /// The workload's operation digest (FNV-1a over every operation it
+    /// attempted), one per load phase, `+`-joined: equal for runs of the
+    /// seed that attempted the same operations.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workload_digest: String,
+    /// The same over each connection's first 200 operations per phase
+    /// (`workload::runner::PREFIX_OPS`): equal when timing alone made the
+    /// counts differ.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workload_prefix_digest: String,
     /// Operations the source accepted per second of the seed (load phases).
     pub ops_per_second: Vec<u64>,
     pub timings: Timings,
@@ -264,6 +274,8 @@ impl SeedRecord {
             assertions: Vec::new(),
             workload_ops: 0,
             workload_failed: 0,
+            workload_digest: String::new(),
+            workload_prefix_digest: String::new(),
             ops_per_second: Vec::new(),
             timings: Timings::default(),
             diff_file: None,

@@ -33,6 +33,10 @@ pub struct WorkloadReport {
     /// FNV-1a over every attempted operation's canonical text, connection by
     /// connection: equal for equal intended sequences.
     pub digest: String,
+    /// The same over each connection's first [`PREFIX_OPS`] operations
+    /// (or all it attempted, if fewer): equal for two runs of the seed even
+    /// when timing let one attempt a few more operations than the other.
+    pub prefix_digest: String,
     /// The source's WAL position after the last write.
     pub final_lsn: u64,
     /// Operations the database accepted in each second of the run.
@@ -40,11 +44,16 @@ pub struct WorkloadReport {
     pub elapsed_ms: u64,
 }
 
+/// Operations per connection the prefix digest covers.
+pub const PREFIX_OPS: u64 = 200;
+
 struct ConnectionResult {
     by_kind: BTreeMap<String, u64>,
     ops: u64,
     failed: u64,
     digest: u64,
+    /// The digest after the first [`PREFIX_OPS`] operations.
+    prefix_digest: Option<u64>,
     per_second: Vec<u64>,
 }
 
@@ -181,11 +190,12 @@ impl Streams {
             ops: 0,
             failed: 0,
             digest: String::new(),
+            prefix_digest: String::new(),
             final_lsn: 0,
             elapsed_ms: 0,
             ops_per_second: Vec::new(),
         };
-        let mut digest = FNV_OFFSET;
+        let (mut digest, mut prefix) = (FNV_OFFSET, FNV_OFFSET);
         for mut task in tasks {
             let (generator, done, result) =
                 (&mut task.0).await.expect("workload connection task")?;
@@ -202,8 +212,11 @@ impl Streams {
                 *total += n;
             }
             digest = fnv1a(digest, &result.digest.to_le_bytes());
+            let first = result.prefix_digest.unwrap_or(result.digest);
+            prefix = fnv1a(prefix, &first.to_le_bytes());
         }
         report.digest = format!("{digest:016x}");
+        report.prefix_digest = format!("{prefix:016x}");
         let client = source.connect(database).await.map_err(as_pg)?;
         report.final_lsn = lossproof_runtime::debezium::current_lsn(&client)
             .await
@@ -235,6 +248,7 @@ async fn connection_loop(
         ops: 0,
         failed: 0,
         digest: FNV_OFFSET,
+        prefix_digest: None,
         per_second: Vec::new(),
     };
     let mut pacer = Pacer::new(period);
@@ -254,6 +268,9 @@ async fn connection_loop(
         done += 1;
         result.digest = fnv1a(result.digest, op.text().as_bytes());
         result.ops += 1;
+        if result.ops == PREFIX_OPS {
+            result.prefix_digest = Some(result.digest);
+        }
         *result.by_kind.entry(op.kind().to_owned()).or_default() += 1;
         let applied = match (&op, &generator) {
             (Step::Orders(op), _) => apply(&mut client, op).await,
