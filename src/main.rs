@@ -19,6 +19,7 @@ mod replay_cli;
 mod report_html;
 mod run_cli;
 mod scenario;
+mod shrink_cli;
 mod stack_cli;
 
 use std::path::PathBuf;
@@ -175,6 +176,39 @@ enum Command {
         /// the damage and the verdicts (docs/run.md).
         #[arg(long, default_value_t = 1, value_name = "K")]
         times: usize,
+    },
+    /// From a seed that damaged a consumer, search for a smallest set of its
+    /// fired faults (and the shortest load) that still damages it, by delta
+    /// debugging, and write it as a scenario `run` takes as it is (docs/run.md).
+    /// Exit 0 when the result reproduced in at least half of its confirming runs.
+    Shrink {
+        /// A run record written by `lossproof run`.
+        record: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// The consumer whose damage to reproduce (default: the first the
+        /// seed damaged).
+        #[arg(long)]
+        consumer: Option<String>,
+        /// Runs per candidate: it reproduces when every one of them damages
+        /// the consumer. Damage depends on timing: more tries, a surer
+        /// result, a longer search.
+        #[arg(long, default_value_t = 3, value_name = "K")]
+        tries: usize,
+        /// Every duration of the timeline times F (default: the record's).
+        #[arg(long, value_name = "F")]
+        time_scale: Option<f64>,
+        /// No candidate run starts after this long (`30m`, `2h`); the best
+        /// scenario found so far is written, marked not minimal. Ctrl-C
+        /// does the same at once.
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        budget: std::time::Duration,
+        /// Where to write the scenario (default: beside the original,
+        /// `NAME.seedN.CONSUMER.lp`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value = ".lossproof")]
+        state: PathBuf,
     },
     /// Score a run's lakes against the source: gate (drained and alive), then
     /// one line per consumer and table. Exit 0 clean, 1 damaged, 2 INVALID.
@@ -413,6 +447,7 @@ impl OutputArgs {
             junit: self.junit.as_deref(),
             html: self.html.as_deref(),
             no_html: self.no_html,
+            quiet: false,
         }
     }
 }
@@ -634,6 +669,25 @@ fn main() -> ExitCode {
             keep,
             times,
         } => replay_cli::replay(&record, seed, &state, keep, times),
+        Command::Shrink {
+            record,
+            seed,
+            consumer,
+            tries,
+            time_scale,
+            budget,
+            out,
+            state,
+        } => shrink_cli::shrink(&shrink_cli::Args {
+            record: &record,
+            seed,
+            consumer: consumer.as_deref(),
+            tries,
+            time_scale,
+            budget,
+            out: out.as_deref(),
+            state: &state,
+        }),
         Command::Reconcile {
             source: Some(source),
             table: Some(table),

@@ -22,24 +22,7 @@ pub(crate) fn replay(
     keep: bool,
     times: usize,
 ) -> CliResult<bool> {
-    let recorded = run::RunRecord::read(record)?;
-    if !recorded.seeds.contains(&seed) {
-        return Err(format!(
-            "seed {seed} is not in {} (seeds {:?})",
-            record.display(),
-            recorded.seeds
-        )
-        .into());
-    }
-    if recorded.stack.profile != "local" {
-        return Err(format!(
-            "{} ran on profile {}: run the seed again with `lossproof run {} --seeds {seed} --profile PROFILE.toml`",
-            record.display(),
-            recorded.stack.profile,
-            recorded.file
-        )
-        .into());
-    }
+    let recorded = recorded_seed(record, seed)?;
     if times == 0 {
         return Err("--times must be at least 1".into());
     }
@@ -68,23 +51,12 @@ pub(crate) fn replay(
     let mut passed = true;
     for (n, out) in (1..).zip(&outs) {
         println!("\nreplay {n} of {times}: seed {seed} of {}", recorded.file);
-        passed &= crate::run_cli::run(&args(Outputs {
-            record: Some(out),
-            no_html: true,
-            ..Outputs::default()
-        }))?;
-        let mut again = run::RunRecord::read(out)?;
-        let Some(result) = again.results.pop() else {
-            break;
-        };
-        let interrupted = result
-            .reason
-            .as_deref()
-            .is_some_and(|r| r.contains("interrupted by"));
-        if interrupted {
+        let (ran, passed_now) = run_once(&args(Outputs::default()), out)?;
+        passed &= passed_now;
+        let Some(result) = ran else {
             println!("replay: stopped after an interrupted run ({n} of {times})");
             break;
-        }
+        };
         results.push(result);
     }
     let original = recorded.results.iter().find(|r| r.seed == seed);
@@ -93,6 +65,58 @@ pub(crate) fn replay(
         summary(original, &results, &recorded.consumers, seed)
     );
     Ok(passed)
+}
+
+/// The run record at `record`, checked to hold `seed` and to have run on
+/// the local stack (which `replay` and `shrink` start again).
+pub(crate) fn recorded_seed(record: &Path, seed: u64) -> CliResult<run::RunRecord> {
+    let recorded = run::RunRecord::read(record)?;
+    if !recorded.seeds.contains(&seed) {
+        return Err(format!(
+            "seed {seed} is not in {} (seeds {:?})",
+            record.display(),
+            recorded.seeds
+        )
+        .into());
+    }
+    if recorded.stack.profile != "local" {
+        return Err(format!(
+            "{} ran on profile {}: run the seed again with `lossproof run {} --seeds {seed} --profile PROFILE.toml`",
+            record.display(),
+            recorded.stack.profile,
+            recorded.file
+        )
+        .into());
+    }
+    Ok(recorded)
+}
+
+/// Run `args` (one seed) with its record written to `out` (no HTML), and
+/// read that seed's record back (an INVALID seed's too): `None` when a
+/// signal interrupted it. Also whether the run passed.
+pub(crate) fn run_once(args: &Args<'_>, out: &Path) -> CliResult<(Option<SeedRecord>, bool)> {
+    // A record left at `out` by an earlier run must not pass for this one's.
+    let _ = std::fs::remove_file(out);
+    let ran = crate::run_cli::run(&Args {
+        outputs: Outputs {
+            record: Some(out),
+            no_html: true,
+            ..args.outputs
+        },
+        ..*args
+    });
+    let passed = match ran {
+        Ok(passed) => passed,
+        // An INVALID seed is an error of the run, after its record is written.
+        Err(e) if !out.exists() => return Err(e),
+        Err(_) => false,
+    };
+    let result = run::RunRecord::read(out)?.results.pop().filter(|r| {
+        !r.reason
+            .as_deref()
+            .is_some_and(|why| why.contains("interrupted by"))
+    });
+    Ok((result, passed))
 }
 
 /// How reproducible seed `seed` was over `runs` (with the `original`

@@ -114,6 +114,7 @@ pub(crate) fn page(record: &RunRecord) -> String {
     html.push_str(&snapshots_section(&record.consumers, results));
     if let Some(worst) = worst_seed(results) {
         html.push_str(&fault_timeline(worst));
+        html.push_str(&damage_by_fault(&record.consumers, worst));
         html.push_str(&samples(&record.consumers, worst));
     }
     html.push_str(&seed_table(&record.consumers, results));
@@ -736,6 +737,67 @@ fn fault_timeline(seed: &SeedRecord) -> String {
     }
     svg.push_str("</table>");
     svg
+}
+
+/// The worst seed's wrong rows per consumer by the fault occurrences they
+/// are charged to (`lossproof_executor::blame`), the most first, each with
+/// a bar of its share; then the rows charged to no fault.
+fn damage_by_fault(consumers: &[String], seed: &SeedRecord) -> String {
+    if seed.damage_by_fault.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<h2>Seed {}: damage by fault</h2><p>Each wrong row is charged to the fault occurrences \
+         whose effect window holds its key's last source change: the changes in flight when it \
+         fired (within the consumer's lag then) until it stopped acting, a schema change's to the \
+         end of the seed (its table's keys); of a repeated statement's occurrences, the last that \
+         holds it. Rows two faults hold count for both; <i>alone</i> counts those one fault holds \
+         by itself (docs/run.md, \"Blame: damage by fault\")</p>",
+        seed.seed
+    );
+    for consumer in consumers {
+        let wrong = seed.wrong_rows.get(consumer).copied().unwrap_or(0);
+        let mut charged: Vec<&lossproof_executor::blame::FaultDamage> = seed
+            .damage_by_fault
+            .iter()
+            .filter(|d| &d.consumer == consumer)
+            .collect();
+        if wrong == 0 || charged.is_empty() {
+            continue;
+        }
+        // The most first, no fault last.
+        charged.sort_by_key(|d| (d.fault.is_none(), std::cmp::Reverse(d.rows)));
+        let _ = write!(
+            html,
+            "<p><b>{}</b>: {wrong} wrong rows</p><table><tr><th class=\"l\">fault</th>\
+             <th>fired at</th><th class=\"l\">written at</th><th>wrong rows</th><th>alone</th>\
+             <th class=\"l\">share</th></tr>",
+            esc(consumer)
+        );
+        for d in charged {
+            let fault = d.fault.and_then(|i| seed.faults.get(i));
+            #[allow(clippy::cast_precision_loss)]
+            let share = d.rows as f64 / wrong.max(1) as f64;
+            let _ = write!(
+                html,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\"><code>{}</code></td>\
+                 <td>{}</td><td>{}</td><td class=\"l\"><svg width=\"204\" height=\"12\">\
+                 <rect width=\"{:.0}\" height=\"12\" fill=\"{}\"/></svg> {:.0}%</td></tr>",
+                fault.map_or_else(|| "<i>no fault</i>".to_owned(), |f| esc(&f.text)),
+                fault
+                    .and_then(|f| f.fired_ms)
+                    .map_or_else(String::new, |ms| format!("{:.2}s", ms as f64 / 1000.0)),
+                fault.map_or("", |f| f.location.as_str()),
+                d.rows,
+                d.alone,
+                share * 200.0,
+                if fault.is_some() { "#c0392b" } else { "#999" },
+                share * 100.0
+            );
+        }
+        html.push_str("</table>");
+    }
+    html
 }
 
 /// The worst seed's sample diff rows per consumer: key and kind, then each

@@ -14,6 +14,7 @@ use lossproof_runtime::Stack;
 use crate::CliResult;
 use crate::scenario;
 
+#[derive(Clone, Copy)]
 pub(crate) struct Args<'a> {
     pub file: &'a Path,
     pub seeds: &'a str,
@@ -40,6 +41,9 @@ pub(crate) struct Outputs<'a> {
     /// Default (neither `html` nor `no_html`): beside the run record.
     pub html: Option<&'a Path>,
     pub no_html: bool,
+    /// Nothing on the terminal but errors (a run inside `shrink`, which
+    /// prints its own line per run).
+    pub quiet: bool,
 }
 
 /// The seeds of `--partition K/N` (or nextest's `count:K/N`).
@@ -204,32 +208,35 @@ pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
         run_id: run_id.clone(),
         keep: args.keep,
     };
-    announce(args, &plan, &seeds, &consumers, &run_id);
+    let quiet = args.outputs.quiet;
+    if !quiet {
+        announce(args, &plan, &seeds, &consumers, &run_id);
+    }
     let started = Instant::now();
     let stack = Arc::new(stack);
     let plan = Arc::new(plan);
     let (components, results) = runtime.block_on(async {
-        if stack.profile().is_none() {
-            stack
-                .up(None, &|line| eprintln!("  {line}"))
-                .await
-                .map_err(|e| format!("the stack: {e}"))?;
-        }
-        let components = lossproof_runtime::versions::probe(&stack.endpoints()?).await;
-        for (component, version) in &components {
-            eprintln!("  {component:<10} {version}");
-        }
-        let results = run_seeds(&stack, &plan, &Arc::new(options), &seeds, args.jobs).await?;
+        let components = stack_ready(&stack, quiet).await?;
+        let results = run_seeds(
+            &stack,
+            &plan,
+            &Arc::new(options),
+            &seeds,
+            (args.jobs, quiet),
+        )
+        .await?;
         CliResult::Ok((components, results))
     })?;
     let elapsed = started.elapsed().as_secs_f64();
-    eprintln!(
-        "lossproof run: {} seeds in {:.0}s with --jobs {}: {:.0} seeds/hour",
-        results.len(),
-        elapsed,
-        args.jobs,
-        results.len() as f64 * 3600.0 / elapsed.max(1.0)
-    );
+    if !quiet {
+        eprintln!(
+            "lossproof run: {} seeds in {:.0}s with --jobs {}: {:.0} seeds/hour",
+            results.len(),
+            elapsed,
+            args.jobs,
+            results.len() as f64 * 3600.0 / elapsed.max(1.0)
+        );
+    }
 
     let record = run::RunRecord {
         lossproof_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -257,6 +264,29 @@ pub(crate) fn run(args: &Args<'_>) -> CliResult<bool> {
         .join("runs")
         .join(format!("{run_id}.json"));
     conclude(&record, &args.outputs, Some(&default_out))
+}
+
+/// The local stack up (a profile's is the team's to run), and the
+/// versions of its components, printed unless `quiet`.
+async fn stack_ready(
+    stack: &Stack,
+    quiet: bool,
+) -> CliResult<std::collections::BTreeMap<String, String>> {
+    if stack.profile().is_none() {
+        stack
+            .up(None, &|line| {
+                if !quiet {
+                    eprintln!("  {line}");
+                }
+            })
+            .await
+            .map_err(|e| format!("the stack: {e}"))?;
+    }
+    let components = lossproof_runtime::versions::probe(&stack.endpoints()?).await;
+    for (component, version) in components.iter().filter(|_| !quiet) {
+        eprintln!("  {component:<10} {version}");
+    }
+    Ok(components)
 }
 
 /// The run's first line: what runs, on which seeds, as which run id.
@@ -329,7 +359,7 @@ async fn run_seeds(
     plan: &Arc<lossproof_lang::Plan>,
     options: &Arc<run::Options>,
     seeds: &[u64],
-    jobs: usize,
+    (jobs, quiet): (usize, bool),
 ) -> CliResult<Vec<SeedRecord>> {
     let interrupt = options.interrupt.clone();
     let total = seeds.len();
@@ -347,10 +377,17 @@ async fn run_seeds(
                 let started = Instant::now();
                 let prefix = format!("[seed {}/{total} ({seed})]", i + 1);
                 let progress = |line: &str| {
-                    eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
+                    if !quiet {
+                        eprintln!("{prefix} {:>6.1}s  {line}", started.elapsed().as_secs_f64());
+                    }
                 };
                 let record = run::run_seed(&stack, &plan, seed, &options, &progress).await;
-                eprintln!("{prefix} {}", seed_line(&record));
+                if !quiet {
+                    eprintln!("{prefix} {}", seed_line(&record));
+                    for line in lossproof_executor::blame::lines(&record) {
+                        eprintln!("{prefix}   damage by fault: {line}");
+                    }
+                }
                 (i, record)
             });
         }
@@ -423,7 +460,9 @@ fn conclude(
     default_out: Option<&Path>,
 ) -> CliResult<bool> {
     let results = &record.results;
-    print_report(results, &record.consumers, Path::new(&record.file));
+    if !outputs.quiet {
+        print_report(results, &record.consumers, Path::new(&record.file));
+    }
     write_outputs(record, outputs, default_out)?;
     if results.iter().any(|r| r.verdict == Verdict::Invalid) {
         return Err(format!(
@@ -517,7 +556,9 @@ fn write_outputs(
     };
     if let Some(out) = outputs.record.or(default_out) {
         write(out, serde_json::to_string_pretty(record)? + "\n")?;
-        println!("run record: {}", out.display());
+        if !outputs.quiet {
+            println!("run record: {}", out.display());
+        }
     }
     let beside = outputs
         .record
@@ -763,6 +804,13 @@ fn print_report(results: &[SeedRecord], consumers: &[String], file: &Path) {
                 "  worst: seed {worst_seed} ({worst} wrong rows); replay: lossproof run {} --seeds {worst_seed} --consumers {consumer} --keep",
                 file.display()
             );
+            let blamed = results
+                .iter()
+                .find(|r| r.seed == worst_seed)
+                .and_then(|r| lossproof_executor::blame::line(r, consumer));
+            if let Some(line) = blamed {
+                println!("  damage by fault in seed {worst_seed}: {line}");
+            }
         }
         if let Some(lag) = lag_line(results, consumer) {
             println!("  {lag}");

@@ -47,8 +47,7 @@ fn nightly_on_moto() {
         let (output, first) = nightly(&state, &run.id, &marts, &[]);
         assert_eq!(output.status.code(), Some(0), "{}", text(&output));
         assert_eq!(first.status, "SUCCEEDED");
-        let states: Vec<&str> = first.attempts.iter().map(|a| a.state.as_str()).collect();
-        assert_eq!(states, ["Compact", "Reconcile", "BuildMarts"], "{first:?}");
+        assert_states_ran_once_or_retried(&first);
         let (orders, revenue) = source_orders(&run).await;
         assert!(orders > 20, "the workload made orders: {orders}");
         assert_marts_match(&marts, orders, &revenue).await;
@@ -649,4 +648,24 @@ fn the_workflow_retries_transient_failures_and_alerts_with_the_cause() {
         "correct    orders    wrong 3\n"
     );
     assert!(report.attempts.iter().all(|a| a.state != "BuildMarts"));
+}
+
+/// The three states ran in order, each succeeding; the consumer is still
+/// committing while the nightly runs, so the compaction may lose the race
+/// to it (exit 1, `Transient`) and be retried: that is the workflow doing
+/// its job, and the only failure allowed here.
+fn assert_states_ran_once_or_retried(report: &Report) {
+    let mut states: Vec<&str> = Vec::new();
+    for attempt in &report.attempts {
+        if let Some(error) = &attempt.error {
+            assert!(
+                attempt.state == "Compact" && error == "Transient",
+                "only a compaction that lost the race to a writer is retried: {report:?}"
+            );
+        }
+        if states.last() != Some(&attempt.state.as_str()) {
+            states.push(&attempt.state);
+        }
+    }
+    assert_eq!(states, ["Compact", "Reconcile", "BuildMarts"], "{report:?}");
 }

@@ -154,6 +154,7 @@ fn run_executes_seeds_and_refuses_to_score_a_dead_connector() {
     );
 
     replay_plans_the_recorded_timeline(&state, &first);
+    shrink_finds_the_one_harmful_fault(&state);
     shards_merge_into_one_report(&state, &first);
     seeds_run_side_by_side(&state);
     a_run_outlives_its_binary(&state);
@@ -860,6 +861,100 @@ fn junk_and_copies_are_counted(state: &Path) {
     assert!(
         duplicate["junk"].as_u64().unwrap() <= 15,
         "copies of junk are of the 15 injected: {duplicate:#}"
+    );
+}
+
+/// Blame and `lossproof shrink` on a seed of a planted failure: of its four
+/// fired faults only the widening damages the careless consumer. Blame
+/// charges the damage to it (the scenario's own `blame` assertion and the
+/// record's `damage_by_fault`); shrink writes a scenario that fires it
+/// alone, at its moment, on a load no longer than the original's, and
+/// `lossproof check` takes that as it is.
+fn shrink_finds_the_one_harmful_fault(state: &Path) {
+    let planted = state.join("planted.json");
+    let (_, text, record) = run_with(
+        state,
+        &input("planted.lp"),
+        "1",
+        &["--time-scale", "0.2", "--no-html"],
+        &planted,
+    );
+    let seed = &record["results"][0];
+    assert_eq!(
+        seed["verdict"], "PASS",
+        "the widening damaged careless, and blame charged most of it to the widening: {text}\n{seed:#}"
+    );
+    // Blame's summary in the record: the widening (the third fault) holds
+    // rows, and the seed's line says so.
+    let widening = seed["damage_by_fault"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["consumer"] == "careless" && d["fault"] == 2)
+        .unwrap_or_else(|| panic!("no damage charged to the widening: {seed:#}"));
+    assert!(widening["rows"].as_u64().is_some_and(|n| n > 0), "{seed:#}");
+    assert!(
+        text.contains("damage by fault: careless, ")
+            && text.contains(" to alter table orders widen amount at "),
+        "{text}"
+    );
+    let out = state.join("planted.min.lp");
+    let shrunk = lossproof(
+        state,
+        &[
+            "shrink",
+            planted.to_str().unwrap(),
+            "--seed",
+            "1",
+            "--tries",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let text = crate::support::output_text(&shrunk);
+    assert_eq!(shrunk.status.code(), Some(0), "{text}");
+    assert!(text.contains("shrink: 4 fired faults -> 1 "), "{text}");
+    assert!(
+        text.contains("damaged careless in 1 of 1 confirming runs"),
+        "{text}"
+    );
+    let scenario = std::fs::read_to_string(&out).unwrap();
+    let actions: Vec<&str> = scenario
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains(" at "))
+        .collect();
+    assert_eq!(
+        actions,
+        ["alter table orders widen amount at 16s"],
+        "{scenario}"
+    );
+    let load = scenario
+        .lines()
+        .find_map(|l| l.strip_prefix("under load "))
+        .and_then(|l| l.strip_suffix("s <"))
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("one load phase in whole seconds: {scenario}"));
+    assert!(
+        (17..=40).contains(&load),
+        "after the widening, at most the original: {scenario}"
+    );
+    assert!(
+        scenario.contains("expect consumer careless clean"),
+        "{scenario}"
+    );
+    let checked = crate::support::lossproof(&[std::ffi::OsStr::new("check"), out.as_os_str()]);
+    assert!(
+        checked.status.success(),
+        "{}",
+        crate::support::output_text(&checked)
+    );
+    assert!(
+        !crate::support::root()
+            .join("tests/inputs/run/.planted.shrinking.lp")
+            .exists(),
+        "the candidate file is removed"
     );
 }
 

@@ -54,6 +54,9 @@ pub struct Topics<'a> {
 /// Source changes capture never delivered: (table, key, transaction).
 pub type Undelivered = HashSet<(String, String, i64)>;
 
+/// Keys' last source changes: (table, key) → transaction.
+pub type LastChange = HashMap<(String, String), i64>;
+
 /// What the capture check found.
 #[derive(Debug, Default)]
 pub struct Capture {
@@ -65,6 +68,9 @@ pub struct Capture {
     /// one arrived included (what the snapshot check leaves out of the
     /// source's history).
     pub undelivered: Undelivered,
+    /// Every key of `wanted` with a source change: (table, key) → the
+    /// transaction of its last change (what blame times the key by).
+    pub last_change: LastChange,
 }
 
 /// The keys of `wanted` (table → keys) whose last source change has no
@@ -96,7 +102,12 @@ pub async fn check(
             continue;
         };
         for (key, changes) in reader.changes(client, table, topic, Some(keys)).await? {
-            if let Some(&(xid, deleted, false)) = changes.last() {
+            let Some(&(xid, deleted, delivered)) = changes.last() else {
+                continue;
+            };
+            out.last_change
+                .insert((table.name.clone(), key.clone()), xid);
+            if !delivered {
                 out.lost.push(Lost {
                     table: table.name.clone(),
                     key,

@@ -215,22 +215,35 @@ pub async fn start_commit_order(client: &tokio_postgres::Client, slot: &str) -> 
     Ok(())
 }
 
+/// One transaction of [`commit_order`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commit {
+    pub xid: i64,
+    /// The LSN of its commit record.
+    pub lsn: u64,
+    /// When it committed: ms since the Unix epoch, by the source's clock.
+    pub at_ms: i64,
+}
+
 /// The transactions committed since [`start_commit_order`], in commit
 /// order, as the source's own logical decoding sees them (the WAL's
-/// order, which is the order readers of the source saw commits in): each
-/// one's id and the LSN of its commit record. Reads the slot to its end
-/// (what it has read is released: read it once).
+/// order, which is the order readers of the source saw commits in). Reads
+/// the slot to its end (what it has read is released: read it once).
 ///
 /// # Errors
 /// When the slot cannot be read.
 pub async fn commit_order(
     client: &tokio_postgres::Client,
     slot: &str,
-) -> Result<Vec<(i64, u64)>, Error> {
+) -> Result<Vec<Commit>, Error> {
+    // test_decoding's commit line with `include-timestamp`:
+    // `COMMIT 1234 (at 2026-12-07 06:30:00.123456+00)`.
     let rows = client
         .query(
-            "SELECT xid::text::bigint, (lsn - '0/0'::pg_lsn)::bigint \
-             FROM pg_logical_slot_get_changes($1, NULL, NULL, 'skip-empty-xacts', '1') \
+            "SELECT xid::text::bigint, (lsn - '0/0'::pg_lsn)::bigint, \
+             (extract(epoch FROM substring(data FROM '\\(at (.+)\\)$')::timestamptz) * 1000)::bigint \
+             FROM pg_logical_slot_get_changes($1, NULL, NULL, 'skip-empty-xacts', '1', \
+             'include-timestamp', '1') \
              WHERE starts_with(data, 'COMMIT')",
             &[&slot],
         )
@@ -238,7 +251,11 @@ pub async fn commit_order(
         .map_err(Error::source_query("read lossproof's commit-order slot"))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get(0), u64::try_from(r.get::<_, i64>(1)).unwrap_or(0)))
+        .map(|r| Commit {
+            xid: r.get(0),
+            lsn: u64::try_from(r.get::<_, i64>(1)).unwrap_or(0),
+            at_ms: r.get::<_, Option<i64>>(2).unwrap_or(0),
+        })
         .collect())
 }
 

@@ -20,6 +20,7 @@
 //! | `snapshot_summary` | one consumer's snapshots: checked, inconsistent, unchecked | the executor's snapshot follower |
 //! | `snapshot_keys` | one wrong key of an inconsistent state, with its kind | the executor's snapshot follower |
 //! | `capture_loss` | a key whose last source change never reached its topic, and the consumer it would have been charged to | the reconciler's capture check |
+//! | `blame` | a wrong row and a fault occurrence whose effect window holds its key's last source change (or none) | the executor's blame |
 
 use std::sync::Arc;
 
@@ -46,6 +47,7 @@ pub enum Table {
     SnapshotSummary,
     SnapshotKeys,
     CaptureLoss,
+    Blame,
 }
 
 /// The counts of the `races` table, in its column order (after `consumer`).
@@ -63,7 +65,7 @@ pub const RACE_COUNTS: [&str; 10] = [
 ];
 
 impl Table {
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Diff,
         Self::Summary,
         Self::SourceRows,
@@ -77,6 +79,7 @@ impl Table {
         Self::SnapshotSummary,
         Self::SnapshotKeys,
         Self::CaptureLoss,
+        Self::Blame,
     ];
 
     /// Its name in SQL.
@@ -96,6 +99,7 @@ impl Table {
             Self::SnapshotSummary => "snapshot_summary",
             Self::SnapshotKeys => "snapshot_keys",
             Self::CaptureLoss => "capture_loss",
+            Self::Blame => "blame",
         }
     }
 
@@ -191,6 +195,7 @@ impl Table {
                 // `write` or `delete`: what the lost change did.
                 Field::new("change", DataType::Utf8, false),
             ],
+            Self::Blame => blame_fields(),
         };
         Arc::new(Schema::new(fields))
     }
@@ -211,6 +216,27 @@ impl Table {
     pub fn empty(self) -> RecordBatch {
         RecordBatch::new_empty(self.schema())
     }
+}
+
+/// The `blame` table's columns.
+fn blame_fields() -> Vec<Field> {
+    vec![
+        Field::new("consumer", DataType::Utf8, false),
+        Field::new("table", DataType::Utf8, false),
+        Field::new("key", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        // The fault occurrence (NULL: no fault's window holds the key's
+        // last change), as the `faults` table has it.
+        Field::new("fault", DataType::Utf8, true),
+        Field::new("text", DataType::Utf8, true),
+        Field::new("place", DataType::Utf8, true),
+        Field::new("action", DataType::UInt64, true),
+        Field::new("planned_ms", DataType::UInt64, true),
+        Field::new("fired_ms", DataType::UInt64, true),
+        // The key's last source change, ms of the seed's clock (NULL: not
+        // known).
+        Field::new("changed_ms", DataType::Int64, true),
+    ]
 }
 
 /// The `faults` table's columns.

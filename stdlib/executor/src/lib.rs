@@ -7,6 +7,7 @@
 //! `lossproof-vocabulary`; the pieces it is built from (supervisor, drain
 //! gate, reconciler, lake) are `lossproof-runtime`'s.
 
+pub mod blame;
 pub mod check;
 mod error;
 pub mod fault;

@@ -171,6 +171,10 @@ pub struct SeedRecord {
     /// damage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_note: Option<String>,
+    /// Per consumer, its wrong rows by the fault occurrences they are
+    /// charged to (`crate::blame`; the `blame` table row by row).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damage_by_fault: Vec<crate::blame::FaultDamage>,
     /// The wrong keys of the inconsistent states (the `snapshot_keys`
     /// table; not in the run record: its samples are in `snapshots`).
     #[serde(skip)]
@@ -288,6 +292,7 @@ impl SeedRecord {
             snapshot_keys: Vec::new(),
             capture_loss: Vec::new(),
             capture_note: None,
+            damage_by_fault: Vec::new(),
         }
     }
 }

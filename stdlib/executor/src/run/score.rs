@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use lossproof_lang::Plan;
-use lossproof_runtime::reconcile::capture::Undelivered;
+use lossproof_runtime::reconcile::capture::{LastChange, Undelivered};
 use lossproof_runtime::reconcile::{self, DiffRow, Table};
 
 use super::{AssertionRecord, FaultRecord, FreshnessRecord, SeedRecord};
@@ -33,7 +33,14 @@ pub(super) async fn score(
     // The source's commit order, read once (reading releases it): for the
     // capture check and the snapshots' check.
     let order = reconcile::source::commit_order(&seed.source, &crate::snapshots::slot(names)).await;
-    let uncaptured = charge_capture(seed, &tables, order.as_ref().ok(), &mut scored, record).await;
+    let capture = charge_capture(seed, &tables, order.as_ref().ok(), &mut scored, record).await;
+    let blamed = blame(
+        record,
+        plan,
+        &scored.diff,
+        (order.as_ref().ok(), &capture.last_change),
+        followed.epoch_ms,
+    );
     for consumer in &options.consumers {
         record
             .wrong_rows
@@ -49,9 +56,11 @@ pub(super) async fn score(
     let dead_letters =
         lossproof_consumers::correct::state::dead_letters_batch(&seed.lake, &namespaces).await?;
     let checking = std::time::Instant::now();
-    check_snapshots(seed, record, followed, order, &uncaptured).await;
+    check_snapshots(seed, record, followed, order, &capture.undelivered).await;
     record.timings.snapshots_ms += super::millis(checking.elapsed());
-    let ctx = scored.session(assertion_tables(record, dead_letters))?;
+    let mut tables = assertion_tables(record, dead_letters);
+    tables.push((Table::Blame, crate::blame::batch(&blamed, &record.faults)));
+    let ctx = scored.session(tables)?;
     for (index, assertion) in plan.assertions.iter().enumerate() {
         let location = options
             .locations
@@ -87,19 +96,50 @@ pub(super) async fn score(
     Ok(scored.diff)
 }
 
+/// Every wrong row charged to the faults whose effect window holds its
+/// key's last source change (`crate::blame`), and per consumer the damage
+/// by fault into the record.
+fn blame(
+    record: &mut SeedRecord,
+    plan: &Plan,
+    diff: &[DiffRow],
+    (order, last_change): (Option<&Vec<reconcile::source::Commit>>, &LastChange),
+    epoch_ms: i64,
+) -> Vec<crate::blame::BlameRow> {
+    let committed: HashMap<i64, i64> = order
+        .map(|o| o.iter().map(|c| (c.xid, c.at_ms - epoch_ms)).collect())
+        .unwrap_or_default();
+    let changed = |table: &str, key: &str| {
+        let xid = last_change.get(&(table.to_owned(), key.to_owned()))?;
+        committed.get(xid).copied()
+    };
+    let rows = crate::blame::blame(plan, record, diff, changed);
+    record.damage_by_fault = crate::blame::damage_by_fault(&rows);
+    rows
+}
+
+/// What the capture check leaves for the rest of the scoring.
+#[derive(Default)]
+struct Captured {
+    /// Every change capture never delivered (for the snapshot check), when
+    /// some key was lost.
+    undelivered: Undelivered,
+    /// Each damaged key's last source change ([`reconcile::capture::Capture::last_change`]).
+    last_change: LastChange,
+}
+
 /// Take the keys capture lost out of the consumers' damage
 /// ([`reconcile::capture`]) into the record's `capture_loss`: a key whose
 /// last source change never reached its topic is capture's loss, not a
 /// consumer's. A check that cannot run leaves the damage charged to the
-/// consumers, with the reason in `capture_note`. Every change capture
-/// never delivered (for the snapshot check), when some key was lost.
+/// consumers, with the reason in `capture_note`.
 async fn charge_capture(
     seed: &Seed<'_>,
     tables: &[&str],
-    order: Option<&Vec<(i64, u64)>>,
+    order: Option<&Vec<reconcile::source::Commit>>,
     scored: &mut reconcile::Reconciliation,
     record: &mut SeedRecord,
-) -> Undelivered {
+) -> Captured {
     let mut wanted: HashMap<String, HashSet<String>> = HashMap::new();
     for row in scored.diff.iter().filter(|d| d.kind.is_damage()) {
         wanted
@@ -108,14 +148,14 @@ async fn charge_capture(
             .insert(row.key.clone());
     }
     if wanted.is_empty() {
-        return Undelivered::new();
+        return Captured::default();
     }
     let Some(order) = order else {
         record.capture_note =
             Some("capture not checked: the source's commit order could not be read".to_owned());
-        return Undelivered::new();
+        return Captured::default();
     };
-    let commits: HashMap<i64, u64> = order.iter().copied().collect();
+    let commits: HashMap<i64, u64> = order.iter().map(|c| (c.xid, c.lsn)).collect();
     let checked = async {
         let mut described = Vec::new();
         for table in tables {
@@ -141,7 +181,7 @@ async fn charge_capture(
         Ok(capture) => capture,
         Err(e) => {
             record.capture_note = Some(format!("capture not checked: {e}"));
-            return Undelivered::new();
+            return Captured::default();
         }
     };
     let changes: HashMap<(&str, &str), &reconcile::capture::Lost> = capture
@@ -161,7 +201,10 @@ async fn charge_capture(
             })
         })
         .collect();
-    capture.undelivered
+    Captured {
+        undelivered: capture.undelivered,
+        last_change: capture.last_change,
+    }
 }
 
 /// How long the capture check may take to read the topics of the tables
@@ -177,12 +220,12 @@ async fn check_snapshots(
     seed: &Seed<'_>,
     record: &mut SeedRecord,
     followed: super::Followed,
-    order: Result<Vec<(i64, u64)>, reconcile::Error>,
+    order: Result<Vec<reconcile::source::Commit>, reconcile::Error>,
     uncaptured: &Undelivered,
 ) {
     let consumers: Vec<String> = followed.logs.iter().map(|l| l.consumer.clone()).collect();
     let checked = async {
-        let order: Vec<i64> = order?.into_iter().map(|(xid, _)| xid).collect();
+        let order: Vec<i64> = order?.into_iter().map(|c| c.xid).collect();
         crate::snapshots::check(
             &seed.source,
             &followed.tables,
