@@ -402,13 +402,7 @@ mod tests {
         let text = "scenario b\nconsumers careless, correct\nunder load 30s <\n  \
                     kill consumer every 2s\n  alter table orders widen amount at 20s\n  \
                     kill consumer careless at 25s\n>\nexpect consumer correct clean\n";
-        lossproof_lang::Analyzer::new(
-            &lossproof_vocabulary::Stdlib,
-            &lossproof_lang::loader::NoIncludes,
-        )
-        .analyze("b.lp", text)
-        .plan
-        .expect("the plan reads")
+        crate::test_plan(text)
     }
 
     fn record(faults: Vec<FaultRecord>) -> SeedRecord {

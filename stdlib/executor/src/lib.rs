@@ -24,3 +24,16 @@ pub use seed::Seed;
 
 pub use check::check;
 pub use error::{Error, Result};
+
+/// The plan of scenario `text` as the stdlib reads it, no includes (for
+/// unit tests; panics on a diagnostic).
+#[cfg(test)]
+pub(crate) fn test_plan(text: &str) -> lossproof_lang::Plan {
+    lossproof_lang::Analyzer::new(
+        &lossproof_vocabulary::Stdlib,
+        &lossproof_lang::loader::NoIncludes,
+    )
+    .analyze("test.lp", text)
+    .plan
+    .expect("the plan reads")
+}

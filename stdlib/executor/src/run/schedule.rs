@@ -120,13 +120,7 @@ mod tests {
     fn plan() -> Plan {
         let text = "scenario s\nworkload orders rate 100/s\nconsumers careless\n\
                     under load 10s <\n  kill consumer every 2s\n>\nexpect consumer careless clean\n";
-        lossproof_lang::Analyzer::new(
-            &lossproof_vocabulary::Stdlib,
-            &lossproof_lang::loader::NoIncludes,
-        )
-        .analyze("s.lp", text)
-        .plan
-        .expect("the plan reads")
+        crate::test_plan(text)
     }
 
     fn fault(planned_ms: u64, drift_ms: u64, during_load: bool) -> FaultRecord {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use lossproof_lang::Plan;
-use lossproof_runtime::reconcile::capture::{LastChange, Undelivered};
+use lossproof_runtime::reconcile::capture::{Capture, LastChange, Undelivered};
 use lossproof_runtime::reconcile::{self, DiffRow, Table};
 
 use super::{AssertionRecord, FaultRecord, FreshnessRecord, SeedRecord};
@@ -118,28 +118,20 @@ fn blame(
     rows
 }
 
-/// What the capture check leaves for the rest of the scoring.
-#[derive(Default)]
-struct Captured {
-    /// Every change capture never delivered (for the snapshot check), when
-    /// some key was lost.
-    undelivered: Undelivered,
-    /// Each damaged key's last source change ([`reconcile::capture::Capture::last_change`]).
-    last_change: LastChange,
-}
-
 /// Take the keys capture lost out of the consumers' damage
 /// ([`reconcile::capture`]) into the record's `capture_loss`: a key whose
 /// last source change never reached its topic is capture's loss, not a
 /// consumer's. A check that cannot run leaves the damage charged to the
-/// consumers, with the reason in `capture_note`.
+/// consumers, with the reason in `capture_note`. The check's findings
+/// (empty when it did not run): what the snapshot check leaves out of the
+/// source's history, and each damaged key's last change, for blame.
 async fn charge_capture(
     seed: &Seed<'_>,
     tables: &[&str],
     order: Option<&Vec<reconcile::source::Commit>>,
     scored: &mut reconcile::Reconciliation,
     record: &mut SeedRecord,
-) -> Captured {
+) -> Capture {
     let mut wanted: HashMap<String, HashSet<String>> = HashMap::new();
     for row in scored.diff.iter().filter(|d| d.kind.is_damage()) {
         wanted
@@ -148,12 +140,12 @@ async fn charge_capture(
             .insert(row.key.clone());
     }
     if wanted.is_empty() {
-        return Captured::default();
+        return Capture::default();
     }
     let Some(order) = order else {
         record.capture_note =
             Some("capture not checked: the source's commit order could not be read".to_owned());
-        return Captured::default();
+        return Capture::default();
     };
     let commits: HashMap<i64, u64> = order.iter().map(|c| (c.xid, c.lsn)).collect();
     let checked = async {
@@ -181,7 +173,7 @@ async fn charge_capture(
         Ok(capture) => capture,
         Err(e) => {
             record.capture_note = Some(format!("capture not checked: {e}"));
-            return Captured::default();
+            return Capture::default();
         }
     };
     let changes: HashMap<(&str, &str), &reconcile::capture::Lost> = capture
@@ -201,10 +193,7 @@ async fn charge_capture(
             })
         })
         .collect();
-    Captured {
-        undelivered: capture.undelivered,
-        last_change: capture.last_change,
-    }
+    capture
 }
 
 /// How long the capture check may take to read the topics of the tables
