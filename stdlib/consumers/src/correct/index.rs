@@ -208,6 +208,32 @@ pub enum Write {
 /// file (a killed consumer not yet gone) before it fails.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// Create an empty index at `path` atomically: initialised beside it and
+/// renamed into place. redb writes a new file's magic number last, so a
+/// consumer killed while redb initialised the file in place (it can be
+/// killed at any moment, its first second included) would leave a file no
+/// later open accepts ("Not a redb database: magic number mismatch").
+fn initialize(path: &Path) -> std::io::Result<()> {
+    let fresh = path.with_extension("redb.new");
+    // A leftover of a consumer killed here: nobody else writes this name.
+    match std::fs::remove_file(&fresh) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    drop(redb::Database::create(&fresh).map_err(std::io::Error::other)?);
+    std::fs::rename(&fresh, path)
+}
+
+/// Whether redb refused a file because it is not a readable database
+/// (as opposed to a lock held, or an I/O failure of the disk).
+fn unreadable(error: &redb::StorageError) -> bool {
+    match error {
+        redb::StorageError::Corrupted(_) => true,
+        redb::StorageError::Io(e) => e.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
+
 /// The index of one consumer namespace (and table prefix), on local disk.
 #[derive(Clone)]
 pub struct KeyIndex {
@@ -230,10 +256,17 @@ impl KeyIndex {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::Index(format!("cannot create {}: {e}", parent.display())))?;
         }
+        let cannot = |e: &dyn std::fmt::Display| {
+            Error::Index(format!("cannot open {}: {e}", path.display()))
+        };
+        if !path.exists() {
+            initialize(path).map_err(|e| cannot(&e))?;
+        }
         // A consumer started again right after a kill can find the killed
         // one still holding the file's lock for a moment (it is torn down,
         // its pages unmapped): wait for it, bounded, rather than fail.
         let deadline = std::time::Instant::now() + wait;
+        let mut discarded = false;
         let db = loop {
             match redb::Database::builder()
                 .set_cache_size(CACHE_BYTES)
@@ -244,11 +277,21 @@ impl KeyIndex {
                 {
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
-                other => {
-                    break other.map_err(|e| {
-                        Error::Index(format!("cannot open {}: {e}", path.display()))
-                    })?;
+                // The index is a cache of the lake: a file redb cannot read
+                // (left by a crash inside an older lossproof's first open,
+                // or damaged on disk) is discarded, and `sync` rebuilds the
+                // index from the lake's live files. Once only.
+                Err(redb::DatabaseError::Storage(e)) if !discarded && unreadable(&e) => {
+                    eprintln!(
+                        "warning: key index {}: {e}; discarding it (a cache of the lake, \
+                         rebuilt from the lake's live files)",
+                        path.display()
+                    );
+                    std::fs::remove_file(path).map_err(|e| cannot(&e))?;
+                    initialize(path).map_err(|e| cannot(&e))?;
+                    discarded = true;
                 }
+                other => break other.map_err(|e| cannot(&e))?,
             }
         };
         Ok(Self {
@@ -820,6 +863,32 @@ mod tests {
         KeyIndex::open_within(&path, std::time::Duration::from_secs(10))
             .expect("opened once the other handle let go");
         release.join().unwrap();
+    }
+
+    /// A file redb cannot read (a consumer killed while an older lossproof
+    /// initialised the file in place: no magic number) is discarded, not a
+    /// consumer wedged for good; a leftover of an initialisation killed
+    /// beside the file is ignored. The index comes back empty: `sync`
+    /// rebuilds it from the lake.
+    #[test]
+    fn an_unreadable_index_is_discarded_and_a_leftover_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.redb");
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        std::fs::write(path.with_extension("redb.new"), b"half").unwrap();
+        let index = KeyIndex::open(&path).expect("a cache it cannot read is rebuilt");
+        assert_eq!(index.synced("orders").unwrap(), None);
+        index
+            .apply(&[Write::Synced {
+                table: "orders".into(),
+                uuid: "u".into(),
+                snapshot: 1,
+            }])
+            .unwrap();
+        drop(index);
+        let again = KeyIndex::open(&path).unwrap();
+        assert_eq!(again.synced("orders").unwrap(), Some(("u".into(), 1)));
+        assert!(!path.with_extension("redb.new").exists());
     }
 
     /// Rows and changes land independently; the newest write wins; a key
