@@ -14,6 +14,7 @@ use std::time::Instant;
 use common::BenchResult;
 use lossproof_executor::freshness::{FreshnessRecord, percentile};
 use lossproof_executor::run::{RunRecord, SeedRecord};
+use lossproof_executor::snapshots::SnapshotRow;
 
 #[allow(dead_code)] // helpers the stack benchmarks share; this one runs `lossproof` instead
 mod common;
@@ -137,7 +138,63 @@ fn measure(args: &Args) -> BenchResult<bool> {
         }
         met &= goals(seed, &kills, second_phase);
     }
+    check_cost(&record, args.rows);
     Ok(met)
+}
+
+/// What following and checking every snapshot cost per state, per
+/// consumer: its changed keys, the follower's read of what it changed and
+/// the check (issue: "per-snapshot check time flat in table size"; compare
+/// the figures of two `--rows`).
+fn check_cost(record: &RunRecord, rows: u64) {
+    println!();
+    println!(
+        "snapshot check cost per state at {rows} preloaded orders (the first state, the preload's snapshot, left out)"
+    );
+    println!(
+        "{:>5} {:>9} {:>7} {:>13} {:>12} {:>12} {:>12} {:>12}",
+        "seed",
+        "consumer",
+        "states",
+        "keys p50/max",
+        "read p50 ms",
+        "read p99 ms",
+        "check p50 us",
+        "check p99 us"
+    );
+    for seed in &record.results {
+        for consumer in seed.consistency.iter().map(|c| c.consumer.as_str()) {
+            let states: Vec<_> = seed
+                .snapshots
+                .iter()
+                .filter(|s| s.consumer == consumer)
+                .skip(1)
+                .collect();
+            let sorted = |f: &dyn Fn(&&SnapshotRow) -> u64| {
+                let mut v: Vec<u64> = states.iter().map(f).collect();
+                v.sort_unstable();
+                v
+            };
+            let keys = sorted(&|s| s.changed);
+            let read = sorted(&|s| s.read_us);
+            let check = sorted(&|s| s.check_us);
+            println!(
+                "{:>5} {:>9} {:>7} {:>13} {:>12.1} {:>12.1} {:>12} {:>12}",
+                seed.seed,
+                consumer,
+                states.len(),
+                format!(
+                    "{}/{}",
+                    percentile(&keys, 50),
+                    keys.last().copied().unwrap_or(0)
+                ),
+                percentile(&read, 50) as f64 / 1000.0,
+                percentile(&read, 99) as f64 / 1000.0,
+                percentile(&check, 50),
+                percentile(&check, 99)
+            );
+        }
+    }
 }
 
 /// The sorted lags of `lag` sampled in `[from, to)` ms of the seed.

@@ -8,7 +8,9 @@
 //! rows by file and position; an equality-delete file's rows are keys,
 //! deleting every row of the key in a file of a lower data sequence
 //! number. The rows are canonical over the source's columns
-//! ([`crate::reconcile::keyed_rows`]) and kept as their
+//! ([`crate::reconcile::keyed_rows`]; a column is found in a file by the
+//! Iceberg field id it had in the lake when first seen, so a column renamed
+//! in place is followed) and kept as their
 //! [`row_hash`](crate::reconcile::states::row_hash): a row's 16 bytes and
 //! its key per visible row, in memory for the seed.
 
@@ -34,6 +36,10 @@ struct FileRows {
 /// One table's visible rows, by key.
 pub struct Mirror {
     table: SourceTable,
+    /// Each of `table`'s columns' Iceberg field id in the lake table, once
+    /// seen there under its name: files are read by field id, so a column
+    /// the lake renamed in place (as the source did) is still found.
+    field_ids: Vec<Option<i32>>,
     files: HashMap<String, FileRows>,
     /// Each key's visible rows: (file, position).
     keys: HashMap<Arc<str>, Vec<(Arc<str>, u32)>>,
@@ -44,6 +50,7 @@ impl Mirror {
     #[must_use]
     pub fn new(table: SourceTable) -> Self {
         Self {
+            field_ids: vec![None; table.columns.len()],
             table,
             files: HashMap::new(),
             keys: HashMap::new(),
@@ -83,6 +90,15 @@ impl Mirror {
         let before: Vec<Arc<str>> = self.keys.keys().cloned().collect();
         self.files.clear();
         self.keys.clear();
+        // A table replaced (rebuilt, recreated) can number its fields
+        // anew: a column found under its name takes its id there; one not
+        // found (renamed since) keeps the id it had.
+        let schema = table.metadata().current_schema();
+        for ((name, _), id) in self.table.columns.iter().zip(&mut self.field_ids) {
+            if let Some(field) = schema.field_by_name(name) {
+                *id = Some(field.id);
+            }
+        }
         let live = history::live(table).await.map_err(|e| e.to_string())?;
         let mut changed = self.apply_changes(table, &live).await?;
         let now: HashSet<&str> = changed.iter().map(|(k, _)| k.as_str()).collect();
@@ -166,8 +182,19 @@ impl Mirror {
         change: &FileChange,
         touched: &mut HashSet<Arc<str>>,
     ) -> Result<(), String> {
+        let schema = table.metadata().current_schema();
+        for ((name, _), id) in self.table.columns.iter().zip(&mut self.field_ids) {
+            if id.is_none() {
+                *id = schema.field_by_name(name).map(|f| f.id);
+            }
+        }
         let columns: Vec<&str> = self.table.columns.iter().map(|(n, _)| n.as_str()).collect();
-        let batches = super::read::file_rows(table, &change.path, &columns)
+        let by_field: Vec<(&str, Option<i32>)> = columns
+            .iter()
+            .copied()
+            .zip(self.field_ids.iter().copied())
+            .collect();
+        let batches = super::read::file_rows_by_field(table, &change.path, &by_field)
             .await
             .map_err(|e| e.to_string())?;
         let key = self

@@ -67,8 +67,25 @@ pub async fn file_rows(
     path: &str,
     columns: &[&str],
 ) -> iceberg::Result<Vec<RecordBatch>> {
-    use parquet::arrow::ProjectionMask;
+    let named: Vec<(&str, Option<i32>)> = columns.iter().map(|c| (*c, None)).collect();
+    file_rows_by_field(table, path, &named).await
+}
+
+/// [`file_rows`] of columns named by Iceberg field id where one is given
+/// (`(name, Some(id))`: the file's column with that field id, whatever it
+/// was named when the file was written, as an Iceberg reader resolves a
+/// renamed column), else by name; each returned under the name given.
+/// A column the file does not have is left out.
+///
+/// # Errors
+/// When the file cannot be read.
+pub async fn file_rows_by_field(
+    table: &Table,
+    path: &str,
+    columns: &[(&str, Option<i32>)],
+) -> iceberg::Result<Vec<RecordBatch>> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::{PARQUET_FIELD_ID_META_KEY, ProjectionMask};
     let bytes = table.file_io().new_input(path)?.read().await?;
     let unexpected = |e: &dyn std::fmt::Display| {
         iceberg::Error::new(
@@ -77,13 +94,42 @@ pub async fn file_rows(
         )
     };
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| unexpected(&e))?;
-    let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    let fields = builder.schema().fields().clone();
+    let field_id = |f: &arrow_schema::Field| {
+        f.metadata()
+            .get(PARQUET_FIELD_ID_META_KEY)
+            .and_then(|id| id.parse::<i32>().ok())
+    };
+    // (root index in the file, name to return it under), in file order:
+    // the order a projection returns its columns in.
+    let mut wanted: Vec<(usize, &str)> = columns
+        .iter()
+        .filter_map(|(name, id)| {
+            let by_id = id.and_then(|id| fields.iter().position(|f| field_id(f) == Some(id)));
+            by_id
+                .or_else(|| fields.iter().position(|f| f.name() == name))
+                .map(|i| (i, *name))
+        })
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup_by_key(|(i, _)| *i);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted.iter().map(|(i, _)| *i));
+    let renamed = Arc::new(arrow_schema::Schema::new(
+        wanted
+            .iter()
+            .map(|(i, name)| fields[*i].as_ref().clone().with_name(*name))
+            .collect::<Vec<_>>(),
+    ));
     builder
         .with_projection(mask)
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| unexpected(&e))?
-        .map(|batch| batch.map_err(|e| unexpected(&e)))
+        .map(|batch| {
+            let batch = batch.map_err(|e| unexpected(&e))?;
+            RecordBatch::try_new(renamed.clone(), batch.columns().to_vec())
+                .map_err(|e| unexpected(&e))
+        })
         .collect()
 }
 

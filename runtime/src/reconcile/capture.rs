@@ -158,7 +158,7 @@ impl Reader<'_> {
             return Ok(HashMap::new());
         };
         let mut changes: HashMap<String, Vec<(i64, bool)>> = HashMap::new();
-        for (xid, key, row) in source::versions(client, table, None, |_| ()).await? {
+        for (xid, key, row) in source::versions(client, table, &[], None, |_| ()).await? {
             if keys.is_none_or(|k| k.contains(&key)) {
                 changes.entry(key).or_default().push((xid, row.is_none()));
             }

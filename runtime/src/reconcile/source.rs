@@ -268,6 +268,8 @@ pub async fn commit_order(
 /// The changes in `uncaptured` ((table, key, transaction): capture never
 /// delivered them, [`super::capture::Capture::undelivered`]) are left
 /// out: the states are the source's as the pipeline could have seen it.
+/// `tables` have the names their columns had before `renames`: every
+/// version is read under those names ([`Rename`]).
 ///
 /// # Errors
 /// When the history cannot be read.
@@ -275,6 +277,7 @@ pub async fn commit_order(
 pub async fn states(
     client: &tokio_postgres::Client,
     tables: &[SourceTable],
+    renames: &[Rename],
     order: &[i64],
     uncaptured: &super::capture::Undelivered,
 ) -> Result<super::states::SourceStates, Error> {
@@ -291,7 +294,7 @@ pub async fn states(
     let mut written: HashSet<i64> = HashSet::new();
     for table in tables {
         let mut table_versions =
-            self::versions(client, table, Some(last_seq), |row| row_hash(&row)).await?;
+            self::versions(client, table, renames, Some(last_seq), |row| row_hash(&row)).await?;
         if !uncaptured.is_empty() {
             table_versions.retain(|(xid, key, _)| {
                 !uncaptured.contains(&(table.name.clone(), key.clone(), *xid))
@@ -329,13 +332,15 @@ pub async fn states(
 
 /// Every version of `table` in `lossproof_history` (up to `last_seq`, if
 /// given), in the order written: (transaction, canonical key, `row` of the
-/// canonical row; `None` when the change deleted the key).
+/// canonical row; `None` when the change deleted the key). `table` has
+/// the names its columns had before `renames` ([`Rename`]).
 ///
 /// # Errors
 /// When the history cannot be read, or does not read back as written.
 pub async fn versions<T>(
     client: &tokio_postgres::Client,
     table: &SourceTable,
+    renames: &[Rename],
     last_seq: Option<i64>,
     mut row: impl FnMut(String) -> T,
 ) -> Result<Vec<(i64, String, Option<T>)>, Error> {
@@ -349,7 +354,7 @@ pub async fn versions<T>(
         .map_err(Error::source_query("read lossproof_history"))?;
     let from = format!(
         "{} AND h.seq <= {last_seq}) AS h ORDER BY lossproof_seq",
-        history_from(table)
+        history_from(table, renames)
     );
     let mut rows: Vec<(String, T)> = Vec::with_capacity(changes.len());
     read(client, table, &from, |key, canonical| {
@@ -374,10 +379,46 @@ pub async fn versions<T>(
         .collect())
 }
 
+/// A column renamed on the source during a seed (`ALTER TABLE … RENAME
+/// COLUMN`): `table`'s column `from` is `to` from then on. The history
+/// trigger stores each version under the names the table had then
+/// (`to_jsonb(NEW)`); [`states`] reads every version under the names the
+/// checked tables had when the seed began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    pub table: String,
+    pub from: String,
+    pub to: String,
+}
+
 /// `FROM (SELECT <each column of table>, lossproof_seq FROM lossproof_history
 /// … WHERE h.tbl = '<table>'` (unclosed: the caller adds conditions, then
-/// `) AS h`): each version back as a row of the table.
-fn history_from(table: &SourceTable) -> String {
+/// `) AS h`): each version back as a row of the table. `table` has the
+/// names its columns had before `renames` (in the order they were made);
+/// a version stored under any later name is read back under the first.
+fn history_from(table: &SourceTable, renames: &[Rename]) -> String {
+    let literal = |name: &str| format!("'{}'", name.replace('\'', "''"));
+    // Each rename moves a version's value from the old name to the new
+    // one, so every version ends under the table's current names, which
+    // `jsonb_populate_record` of the current row type reads.
+    let mut current: Vec<String> = table.columns.iter().map(|(n, _)| n.clone()).collect();
+    let mut renaming = String::new();
+    let mut row = "h.row".to_owned();
+    for (i, rename) in renames.iter().filter(|r| r.table == table.name).enumerate() {
+        let (from, to) = (literal(&rename.from), literal(&rename.to));
+        let _ = write!(
+            renaming,
+            " CROSS JOIN LATERAL (SELECT CASE WHEN {row} ? {from} \
+             THEN ({row} - {from}) || jsonb_build_object({to}, {row} -> {from}) \
+             ELSE {row} END AS row) AS m{i}"
+        );
+        row = format!("m{i}.row");
+        for name in &mut current {
+            if *name == rename.from {
+                name.clone_from(&rename.to);
+            }
+        }
+    }
     // A json or jsonb array goes round jsonb_populate_record, which reads
     // an element that is itself a JSON array as another dimension: it is
     // rebuilt from its elements (a JSON null element as NULL).
@@ -385,24 +426,25 @@ fn history_from(table: &SourceTable) -> String {
     let columns: Vec<String> = table
         .columns
         .iter()
-        .map(|(name, kind)| {
+        .zip(&current)
+        .map(|((name, kind), now)| {
             let column = quote_ident(name);
             if *kind != Kind::Array(&Kind::Json) {
-                return format!("r.{column}");
+                return format!("r.{} AS {column}", quote_ident(now));
             }
-            let key = format!("'{}'", name.replace('\'', "''"));
+            let key = literal(now);
             let _ = write!(json_arrays, " - {key}");
             format!(
-                "CASE jsonb_typeof(h.row -> {key}) WHEN 'array' THEN ARRAY(\
+                "CASE jsonb_typeof({row} -> {key}) WHEN 'array' THEN ARRAY(\
                  SELECT nullif(e, 'null'::jsonb) \
-                 FROM jsonb_array_elements(h.row -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
+                 FROM jsonb_array_elements({row} -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
                  END AS {column}"
             )
         })
         .collect();
     format!(
-        "FROM (SELECT {}, h.seq AS lossproof_seq FROM lossproof_history AS h \
-         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, h.row{json_arrays}) AS r \
+        "FROM (SELECT {}, h.seq AS lossproof_seq FROM lossproof_history AS h{renaming} \
+         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, {row}{json_arrays}) AS r \
          WHERE h.tbl = '{t}'",
         columns.join(", "),
         t = table.name
@@ -596,7 +638,7 @@ pub async fn history_of(
     if exists.is_none() {
         return Ok(None);
     }
-    let from = format!("{} AND h.op <> 'd') AS h", history_from(table));
+    let from = format!("{} AND h.op <> 'd') AS h", history_from(table, &[]));
     let mut history = History::new();
     read(client, table, &from, |key, row| {
         if wanted(&key) {

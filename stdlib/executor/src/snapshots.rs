@@ -25,6 +25,7 @@ use lossproof_runtime::Lake;
 use lossproof_runtime::debezium::CaptureNames;
 use lossproof_runtime::lake::history;
 use lossproof_runtime::lake::mirror::Mirror;
+use lossproof_runtime::reconcile::source::Rename;
 use lossproof_runtime::reconcile::states::{Checker, Kind, Shown, SourceStates};
 use lossproof_runtime::reconcile::{SourceTable, Table as AssertionTable};
 use serde::{Deserialize, Serialize};
@@ -431,21 +432,24 @@ pub struct Checked {
 
 /// Check every state of every log against the source's states after each
 /// of `order`'s transactions (ids in commit order), read from `source`'s
-/// history for `tables`, without the changes capture never delivered
-/// (`uncaptured`, (table, key, transaction): no lake could show them).
+/// history for `tables` (their columns named as before `renames`, the
+/// columns renamed during the seed), without the changes capture never
+/// delivered (`uncaptured`, (table, key, transaction): no lake could show
+/// them).
 ///
 /// # Errors
 /// When the source's history cannot be read.
 #[allow(clippy::implicit_hasher)] // the executor's own set
 pub async fn check(
     source: &tokio_postgres::Client,
-    tables: &[SourceTable],
+    (tables, renames): (&[SourceTable], &[Rename]),
     (order, uncaptured): (&[i64], &lossproof_runtime::reconcile::capture::Undelivered),
     logs: Vec<LakeLog>,
     epoch_ms: i64,
 ) -> Result<Checked, lossproof_runtime::reconcile::Error> {
     let states =
-        lossproof_runtime::reconcile::source::states(source, tables, order, uncaptured).await?;
+        lossproof_runtime::reconcile::source::states(source, tables, renames, order, uncaptured)
+            .await?;
     let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
     let mut out = Checked::default();
     for log in logs {

@@ -196,6 +196,33 @@ async fn charge_capture(
     capture
 }
 
+/// The columns the seed renamed on the source (`rename column` occurrences
+/// that fired), in the order fired.
+fn renames(seed: &Seed<'_>, record: &SeedRecord) -> Vec<reconcile::source::Rename> {
+    use lossproof_lang::plan::ArgValue;
+    let mut fired: Vec<&FaultRecord> = record
+        .faults
+        .iter()
+        .filter(|f| f.fired && f.fault == "rename-column")
+        .collect();
+    fired.sort_by_key(|f| f.fired_ms);
+    fired
+        .into_iter()
+        .filter_map(|f| {
+            let args = &seed.plan.actions.get(f.action)?.args;
+            let name = |arg: &str| match args.get(arg) {
+                Some(ArgValue::Name(n)) => Some(n.clone()),
+                _ => None,
+            };
+            Some(reconcile::source::Rename {
+                table: name("table")?,
+                from: name("column")?,
+                to: name("new_name")?,
+            })
+        })
+        .collect()
+}
+
 /// How long the capture check may take to read the topics of the tables
 /// with damaged keys to their ends.
 const CAPTURE_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_mins(2);
@@ -213,11 +240,12 @@ async fn check_snapshots(
     uncaptured: &Undelivered,
 ) {
     let consumers: Vec<String> = followed.logs.iter().map(|l| l.consumer.clone()).collect();
+    let renames = renames(seed, record);
     let checked = async {
         let order: Vec<i64> = order?.into_iter().map(|c| c.xid).collect();
         crate::snapshots::check(
             &seed.source,
-            &followed.tables,
+            (&followed.tables, &renames),
             (&order, uncaptured),
             followed.logs,
             followed.epoch_ms,
