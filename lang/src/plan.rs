@@ -179,6 +179,18 @@ pub struct PlannedAction {
     pub used_at: Vec<Span>,
 }
 
+impl PlannedAction {
+    /// The name its argument `arg` gives (a table, a column, …), if it has
+    /// one.
+    #[must_use]
+    pub fn name_arg(&self, arg: &str) -> Option<&str> {
+        match self.args.get(arg) {
+            Some(ArgValue::Name(n)) => Some(n),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum PlannedSchedule {

@@ -31,7 +31,6 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
 use lossproof_lang::Plan;
-use lossproof_lang::plan::ArgValue;
 use lossproof_runtime::reconcile::{DiffRow, Table};
 use serde::{Deserialize, Serialize};
 
@@ -291,10 +290,7 @@ fn windows_of(plan: &Plan, record: &SeedRecord, consumer: &str) -> Vec<Window> {
             None => previous_occurrence(&record.faults, index).map_or(fired, ms),
         };
         if SCHEMA_CHANGES.contains(&fault.fault.as_str()) {
-            let table = action.and_then(|a| match a.args.get("table") {
-                Some(ArgValue::Name(t)) => Some(t.clone()),
-                _ => None,
-            });
+            let table = action.and_then(|a| a.name_arg("table")).map(str::to_owned);
             out.push(Window {
                 fault: index,
                 from_ms: from,

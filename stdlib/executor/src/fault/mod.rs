@@ -127,13 +127,13 @@ pub fn find(name: &str) -> Option<FaultFn> {
 }
 
 fn name_arg<'a>(action: &'a PlannedAction, arg: &str) -> Result<&'a str, Error> {
-    match action.args.get(arg) {
-        Some(ArgValue::Name(n)) => Ok(n),
-        other => Err(Error::Unsupported(format!(
-            "`{}` has no {arg} ({other:?})",
-            action.text
-        ))),
-    }
+    action.name_arg(arg).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "`{}` has no {arg} ({:?})",
+            action.text,
+            action.args.get(arg)
+        ))
+    })
 }
 
 fn count_arg(action: &PlannedAction, arg: &str) -> Option<u64> {

@@ -199,7 +199,6 @@ async fn charge_capture(
 /// The columns the seed renamed on the source (`rename column` occurrences
 /// that fired), in the order fired.
 fn renames(seed: &Seed<'_>, record: &SeedRecord) -> Vec<reconcile::source::Rename> {
-    use lossproof_lang::plan::ArgValue;
     let mut fired: Vec<&FaultRecord> = record
         .faults
         .iter()
@@ -209,11 +208,8 @@ fn renames(seed: &Seed<'_>, record: &SeedRecord) -> Vec<reconcile::source::Renam
     fired
         .into_iter()
         .filter_map(|f| {
-            let args = &seed.plan.actions.get(f.action)?.args;
-            let name = |arg: &str| match args.get(arg) {
-                Some(ArgValue::Name(n)) => Some(n.clone()),
-                _ => None,
-            };
+            let action = seed.plan.actions.get(f.action)?;
+            let name = |arg: &str| action.name_arg(arg).map(str::to_owned);
             Some(reconcile::source::Rename {
                 table: name("table")?,
                 from: name("column")?,
