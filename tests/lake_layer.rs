@@ -371,6 +371,68 @@ fn two_writers_exactly_one_wins_and_the_loser_retries() {
     });
 }
 
+/// A consumer paused (`pause consumer`) or killed while it reads the local
+/// lake's catalog holds up no other consumer's commit: the catalog's sqlite
+/// file is in WAL mode, where a reader's open transaction and a writer do not
+/// block each other. In sqlite's default rollback-journal mode the commit
+/// below waits out the reader's lock for the 5 s busy timeout and fails
+/// "database is locked"; a team's own catalog file keeps the mode it has.
+#[test]
+fn a_reader_stopped_mid_read_holds_up_no_commit() {
+    use sqlx::ConnectOptions as _;
+    let state = tempfile::tempdir().expect("temp state dir");
+    tokio().block_on(async {
+        let lake = Lake::open(state.path()).await.expect("lake");
+        let table = create(&lake, "orders").await;
+        let catalog_db = state.path().join("lake/catalog.db");
+        let mut reader = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&catalog_db)
+            .connect()
+            .await
+            .expect("a reader's connection");
+        sqlx::query("BEGIN")
+            .execute(&mut reader)
+            .await
+            .expect("begin");
+        let tables: i64 = sqlx::query_scalar("SELECT count(*) FROM iceberg_tables")
+            .fetch_one(&mut reader)
+            .await
+            .expect("read the catalog");
+        assert_eq!(tables, 1);
+
+        // The reader is stopped here, inside its transaction; a commit lands.
+        append(&lake, &table, &rows(1..=3, "a")).await;
+        assert_eq!(scan(&lake, "orders").await, rows(1..=3, "a"));
+        sqlx::query("COMMIT")
+            .execute(&mut reader)
+            .await
+            .expect("commit the read");
+
+        let other = state.path().join("team/catalog.db");
+        let team = Lake::open_catalog(&other, &state.path().join("team/warehouse"))
+            .await
+            .expect("a team's catalog");
+        create(&team, "orders").await;
+        let mode = |path: PathBuf| async move {
+            let mut c = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(path)
+                .connect()
+                .await
+                .expect("connect");
+            sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
+                .fetch_one(&mut c)
+                .await
+                .expect("journal mode")
+        };
+        assert_eq!(mode(catalog_db).await, "wal");
+        assert_eq!(
+            mode(other).await,
+            "delete",
+            "a team's catalog is left as found"
+        );
+    });
+}
+
 /// The same race on the aws stack's lake: Glue on moto, files in its S3
 /// (with lossproof's moto, which enforces Glue's `VersionId` as AWS does).
 #[cfg(feature = "aws")]

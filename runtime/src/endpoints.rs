@@ -117,7 +117,10 @@ impl Endpoints {
 
     /// Open the lake the consumers write.
     pub async fn open_lake(&self) -> Result<Lake> {
-        Lake::open_at(&self.lake_location()).await
+        match &self.lake {
+            LakeAt::State(root) => Lake::open(root).await,
+            LakeAt::Catalog(at) => Lake::open_at(at).await,
+        }
     }
 
     /// Where the lake is: its catalog and its warehouse (for readers other

@@ -9,6 +9,10 @@
 //! <state>/lake/warehouse/    data and metadata files (`file://` locations)
 //! ```
 //!
+//! The sqlite file is in WAL mode (`catalog.db-wal` and `-shm` beside it
+//! while it is open): one consumer stopped mid-read must not hold up the
+//! others' commits ([`Journal`]).
+//!
 //! It is files only, not a process: `lossproof up` creates it after the other
 //! components (idempotently), `lossproof down --purge` removes it with the
 //! rest of the state directory. It does not appear in `lossproof status`.
@@ -121,9 +125,18 @@ impl Lake {
     /// The lake of the state directory at `state_root`: its folders, the
     /// sqlite file and the catalog's tables are created if missing
     /// (idempotent). Needs a tokio runtime.
+    ///
+    /// Its sqlite file is kept in write-ahead-log mode ([`Journal::WriteAheadLog`]):
+    /// every consumer of a run commits to this one file, and a consumer
+    /// paused or killed while it reads must not hold up another's commit.
     pub async fn open(state_root: &Path) -> Result<Self> {
         let root = state_root.join(LAKE_DIR);
-        Self::open_catalog(&root.join("catalog.db"), &root.join("warehouse")).await
+        Self::open_sqlite(
+            &root.join("catalog.db"),
+            &root.join("warehouse"),
+            Journal::WriteAheadLog,
+        )
+        .await
     }
 
     /// Where the lake of the state directory at `state_root` is.
@@ -188,7 +201,12 @@ impl Lake {
     /// The lake whose Iceberg SQL catalog is the sqlite file `catalog_db`
     /// (created if missing, with the catalog's tables) and whose data lives
     /// under `warehouse` (created if missing): an external profile's lake.
+    /// Its journal mode is left as found: the file is the team's.
     pub async fn open_catalog(catalog_db: &Path, warehouse: &Path) -> Result<Self> {
+        Self::open_sqlite(catalog_db, warehouse, Journal::AsFound).await
+    }
+
+    async fn open_sqlite(catalog_db: &Path, warehouse: &Path, journal: Journal) -> Result<Self> {
         std::fs::create_dir_all(warehouse).context(|| format!("create {}", warehouse.display()))?;
         let warehouse = std::fs::canonicalize(warehouse)
             .context(|| format!("resolve {}", warehouse.display()))?;
@@ -198,6 +216,18 @@ impl Lake {
             std::fs::canonicalize(folder).context(|| format!("resolve {}", folder.display()))?;
         let catalog_db = root.join(catalog_db.file_name().unwrap_or("catalog.db".as_ref()));
         let uri = sqlx_sqlite_uri(&catalog_db);
+        let cannot_open =
+            |e: sqlx::Error| Error::Setup(format!("cannot open {}: {e}", catalog_db.display()));
+        let options = uri
+            .parse::<sqlx::sqlite::SqliteConnectOptions>()
+            .map_err(cannot_open)?;
+        let options = match journal {
+            Journal::AsFound => options,
+            Journal::WriteAheadLog => {
+                write_ahead_log(&options).await.map_err(cannot_open)?;
+                options.synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
+            }
+        };
         let catalog = SqlCatalogBuilder::default()
             .uri(uri.clone())
             .warehouse_location(file_uri(&warehouse))
@@ -213,9 +243,9 @@ impl Lake {
             })?;
         let db = sqlx::sqlite::SqlitePoolOptions::new()
             .max_connections(1)
-            .connect(&uri)
+            .connect_with(options)
             .await
-            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", catalog_db.display())))?;
+            .map_err(cannot_open)?;
         Ok(Self {
             backend: Backend::Sql {
                 root,
@@ -642,6 +672,67 @@ fn sqlx_sqlite_uri(path: &Path) -> String {
         }
     }
     format!("sqlite://{encoded}?mode=rwc")
+}
+
+/// How [`Lake::open_sqlite`] treats the sqlite file's journal.
+#[derive(Clone, Copy)]
+enum Journal {
+    /// A team's catalog file: not changed.
+    AsFound,
+    /// lossproof's own local lake. In sqlite's default rollback-journal mode
+    /// a reader holds a lock that a writer must wait out, and a writer
+    /// fsyncs under its lock: one consumer SIGSTOPped (`pause consumer`)
+    /// mid-read stalled every other consumer's commits until it was resumed
+    /// (measured: the correct consumer's lag rose to 5.8 s while only the
+    /// careless one was paused 5 s). In WAL mode readers and the writer do not
+    /// block each other; lossproof's own commit swaps run with `synchronous`
+    /// NORMAL (durable across a killed process, which is what the faults do,
+    /// not across a power cut). What is left: a consumer stopped inside its
+    /// own write transaction (microseconds per commit) still holds the single
+    /// writer lock; docs/run.md, "Freshness", limits.
+    WriteAheadLog,
+}
+
+/// Put the sqlite file of `options` in WAL mode (a property of the file,
+/// kept for every later connection, iceberg-rust's, pyiceberg's and
+/// DuckDB's included). Switching needs the file to itself for a moment and
+/// sqlite does not wait for that, so a switch that meets another process
+/// (two opening a new lake at once) is retried, bounded; a file already in
+/// WAL mode needs no switch.
+async fn write_ahead_log(options: &sqlx::sqlite::SqliteConnectOptions) -> sqlx::Result<()> {
+    use sqlx::ConnectOptions as _;
+    let mut connection = options.clone().connect().await?;
+    let mut attempt = 0;
+    let switched = loop {
+        match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL")
+            .fetch_one(&mut connection)
+            .await
+        {
+            Ok(mode) => break Ok(mode),
+            Err(e) if attempt < 50 && is_busy(&e) => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    let closed = sqlx::Connection::close(connection).await;
+    let mode = switched?;
+    closed?;
+    if mode.eq_ignore_ascii_case("wal") {
+        Ok(())
+    } else {
+        Err(sqlx::Error::Protocol(format!(
+            "sqlite kept journal mode {mode}, not WAL"
+        )))
+    }
+}
+
+/// Whether `e` is sqlite's "database is locked" (`SQLITE_BUSY`, primary
+/// result code 5, with or without an extended code on top).
+fn is_busy(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| c & 0xff == 5))
 }
 
 /// A data-file name prefix no other append (of this or another process) uses.
