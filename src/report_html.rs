@@ -534,7 +534,7 @@ fn inconsistent_marks(
             let at = x(s.seen_ms);
             let _ = write!(
                 svg,
-                "<path d=\"M{:.1} {:.1} l3.5 6 h-7 z\" fill=\"{color}\"><title>{}: {} at {:.1}s: torn {}, vanished {}, regressed {}, wrong {}{}</title></path>",
+                "<path d=\"M{:.1} {:.1} l3.5 6 h-7 z\" fill=\"{color}\"><title>{}: {} at {:.1}s: torn {}, vanished {}, regressed {}, wrong {}{}{}</title></path>",
                 at,
                 row - 6.0,
                 esc(consumer),
@@ -544,6 +544,11 @@ fn inconsistent_marks(
                 s.vanished,
                 s.regressed,
                 s.wrong,
+                if s.unclassified == 0 {
+                    String::new()
+                } else {
+                    format!(", {} more not classified", s.unclassified)
+                },
                 if s.sample.is_empty() {
                     String::new()
                 } else {

@@ -169,6 +169,7 @@ impl Table {
                 count("vanished"),
                 count("regressed"),
                 count("wrong"),
+                count("unclassified"),
             ],
             Self::SnapshotSummary => std::iter::once(Field::new("consumer", DataType::Utf8, false))
                 .chain(["checked", "inconsistent", "unchecked", "worst"].map(count))

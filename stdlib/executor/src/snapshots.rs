@@ -34,7 +34,8 @@ use crate::freshness::FOLLOW_EVERY;
 use crate::run::millis;
 
 /// Keys listed per inconsistent snapshot in `snapshot_keys` (the counts by
-/// kind are complete).
+/// kind cover every classified key: all of them up to
+/// `lossproof_runtime::reconcile::states::CLASSIFIED_MAX`).
 pub const KEYS_PER_SNAPSHOT: usize = 1000;
 /// Keys kept per inconsistent snapshot in the run record.
 const SAMPLE_KEYS: usize = 5;
@@ -369,6 +370,10 @@ pub struct SnapshotRow {
     pub vanished: u64,
     pub regressed: u64,
     pub wrong: u64,
+    /// Wrong keys not classified, beyond the check's bound (the counts
+    /// above cover the first `CLASSIFIED_MAX` found).
+    #[serde(default)]
+    pub unclassified: u64,
     /// Keys its snapshots changed; how long reading them took, and checking
     /// the state (µs).
     #[serde(default)]
@@ -385,7 +390,7 @@ pub struct SnapshotRow {
 impl SnapshotRow {
     #[must_use]
     pub fn wrong_keys(&self) -> u64 {
-        self.torn + self.vanished + self.regressed + self.wrong
+        self.torn + self.vanished + self.regressed + self.wrong + self.unclassified
     }
 }
 
@@ -550,6 +555,7 @@ pub fn check_log(
             vanished: count(Kind::Vanished),
             regressed: count(Kind::Regressed),
             wrong: count(Kind::Wrong),
+            unclassified: state.unclassified,
             changed: keys_changed,
             read_us: group.iter().map(|s| s.read_us).sum(),
             check_us: u64::try_from(checking.elapsed().as_micros()).unwrap_or(u64::MAX),
@@ -614,6 +620,7 @@ pub fn batches(
         count(rows.iter().map(|r| r.vanished).collect()),
         count(rows.iter().map(|r| r.regressed).collect()),
         count(rows.iter().map(|r| r.wrong).collect()),
+        count(rows.iter().map(|r| r.unclassified).collect()),
     ]);
     let keys = AssertionTable::SnapshotKeys.batch(vec![
         text(keys.iter().map(|k| Some(k.consumer.as_str())).collect()),
