@@ -150,7 +150,14 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
     source.version(0, "id=3".into(), 2, Some(row_of(&log.seen[1], "id=3")));
     source.version(0, "id=4".into(), 3, Some(row_of(&log.seen[1], "id=4")));
     let mut checked = Checked::default();
-    check_log(&source, &["orders".to_owned()], log, 0, &mut checked);
+    check_log(
+        &source,
+        &["orders".to_owned()],
+        log,
+        0,
+        &|| false,
+        &mut checked,
+    );
     let positions: Vec<(bool, u32)> = checked
         .snapshots
         .iter()

@@ -245,6 +245,7 @@ async fn check_snapshots(
             (&order, uncaptured),
             followed.logs,
             followed.epoch_ms,
+            &|| seed.options.interrupt.borrow().is_some(),
         )
         .await
     }
