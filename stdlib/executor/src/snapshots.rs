@@ -512,25 +512,16 @@ pub fn check_log(
     let mut at = 0;
     while at < log.seen.len() {
         if stop() {
-            let left = 1 + log.seen[at..]
-                .windows(2)
-                .filter(|w| w[0].timestamp_ms != w[1].timestamp_ms)
-                .count();
-            record.unchecked += left as u64;
+            let mut left = 0;
+            while at < log.seen.len() {
+                at = state_end(&log.seen, at);
+                left += 1;
+            }
+            record.unchecked += left;
             record.note = Some(format!("interrupted: {left} states left unchecked"));
             break;
         }
-        // One catalog commit: consecutive snapshots of different tables
-        // with one timestamp.
-        let mut end = at + 1;
-        while end < log.seen.len()
-            && log.seen[end].timestamp_ms == log.seen[at].timestamp_ms
-            && !log.seen[at..end]
-                .iter()
-                .any(|s| s.table == log.seen[end].table)
-        {
-            end += 1;
-        }
+        let end = state_end(&log.seen, at);
         let checking = Instant::now();
         let group = &mut log.seen[at..end];
         let changes: Vec<(usize, String, Shown)> = group
@@ -603,6 +594,19 @@ pub fn check_log(
     }
     record.check_ms = millis(started.elapsed());
     out.consumers.push(record);
+}
+
+/// Where the state starting at `seen[at]` ends: one catalog commit is
+/// consecutive snapshots of different tables with one timestamp.
+fn state_end(seen: &[Seen], at: usize) -> usize {
+    let mut end = at + 1;
+    while end < seen.len()
+        && seen[end].timestamp_ms == seen[at].timestamp_ms
+        && !seen[at..end].iter().any(|s| s.table == seen[end].table)
+    {
+        end += 1;
+    }
+    end
 }
 
 /// The `snapshots`, `snapshot_summary` and `snapshot_keys` assertion
