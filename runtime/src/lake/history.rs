@@ -90,6 +90,60 @@ pub fn since(table: &Table, seen: i64) -> Option<Vec<i64>> {
     })
 }
 
+/// Whether snapshot `snapshot` of `table` was ever a reader's current
+/// snapshot: the table's current one after some catalog commit. A writer
+/// may add several snapshots in one commit (pyiceberg's `Table.upsert`: a
+/// delete, then an append, one metadata file); the ones before the last
+/// were never current, and no reader of the catalog could see them.
+///
+/// Told from the table's own logs (Iceberg spec, "Table Metadata"): the
+/// snapshot log has an entry each time the current snapshot changed, and
+/// the metadata log the `last-updated-ms` of each earlier metadata file,
+/// that is, when each catalog commit was made. An entry was current after
+/// a commit when some commit's time falls between it and the next entry.
+/// Writers that follow Java's builder (iceberg-rust's too) drop the
+/// entries of snapshots that were never current; writers that do not
+/// (pyiceberg) are told by the times. Where the logs do not reach back
+/// that far, or two entries share a millisecond, the answer is `true`:
+/// a state of doubt is checked, never skipped.
+#[must_use]
+pub fn published(table: &Table, snapshot: i64) -> bool {
+    let metadata = table.metadata();
+    if metadata.current_snapshot_id() == Some(snapshot) {
+        return true;
+    }
+    let Some(timestamp_ms) = metadata.snapshot_by_id(snapshot).map(|s| s.timestamp_ms()) else {
+        return true;
+    };
+    let log: Vec<(i64, i64)> = metadata
+        .history()
+        .iter()
+        .map(|e| (e.snapshot_id, e.timestamp_ms))
+        .collect();
+    let commits: Vec<i64> = metadata
+        .metadata_log()
+        .iter()
+        .map(|m| m.timestamp_ms)
+        .chain([metadata.last_updated_ms()])
+        .collect();
+    was_current(snapshot, timestamp_ms, &log, &commits)
+}
+
+/// [`published`] over the logs: `log` the snapshot log (id, time) and
+/// `commits` the times of the catalog commits the metadata log still
+/// lists, the current one's last, both oldest first.
+fn was_current(snapshot: i64, timestamp_ms: i64, log: &[(i64, i64)], commits: &[i64]) -> bool {
+    let Some(at) = log.iter().rposition(|(id, _)| *id == snapshot) else {
+        // Not in the snapshot log though the log reaches back past it: a
+        // writer that follows the spec left it out, as never current.
+        return log.first().is_none_or(|(_, first)| *first > timestamp_ms);
+    };
+    let from = log[at].1;
+    let until = log.get(at + 1).map_or(i64::MAX, |(_, t)| *t);
+    let reaches_back = commits.first().is_some_and(|first| *first <= from);
+    !reaches_back || until <= from || commits.iter().any(|c| from <= *c && *c < until)
+}
+
 /// One file a snapshot added or removed.
 #[derive(Debug, Clone)]
 pub struct FileChange {
@@ -181,4 +235,45 @@ pub async fn changes(table: &Table, snapshot: i64) -> iceberg::Result<Vec<FileCh
 /// When a manifest cannot be read.
 pub async fn live(table: &Table) -> iceberg::Result<Vec<FileChange>> {
     super::compact::live_entries(table, None, |e| FileChange::of(e, true)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::was_current;
+
+    #[test]
+    fn a_snapshot_replaced_in_its_own_commit_was_never_current() {
+        // pyiceberg's upsert: commit at 100 (snapshot 1), then one commit
+        // adding a delete (2, at 205) and an append (3, at 210): its
+        // metadata file's time is 210.
+        let log = [(1, 100), (2, 205), (3, 210)];
+        let commits = [100, 210];
+        assert!(was_current(1, 100, &log, &commits));
+        assert!(!was_current(2, 205, &log, &commits));
+        assert!(was_current(3, 210, &log, &commits));
+    }
+
+    #[test]
+    fn two_commits_make_two_states() {
+        // The careless consumer: a delete commit, then an append commit.
+        let log = [(1, 100), (2, 205), (3, 210)];
+        let commits = [100, 205, 210];
+        assert!(was_current(2, 205, &log, &commits));
+    }
+
+    #[test]
+    fn doubt_is_checked() {
+        // A spec writer left 2 out of the log: never current.
+        assert!(!was_current(2, 205, &[(1, 100), (3, 210)], &[100, 210]));
+        // The log does not reach back to it (cleared at an expiry), nor
+        // the metadata log (its older files dropped), or a tie.
+        assert!(was_current(2, 205, &[(3, 210)], &[100, 210]));
+        assert!(was_current(2, 205, &[(1, 100), (2, 205), (3, 210)], &[210]));
+        assert!(was_current(
+            2,
+            205,
+            &[(1, 100), (2, 205), (3, 205)],
+            &[100, 205]
+        ));
+    }
 }

@@ -77,6 +77,10 @@ pub struct Seen {
     pub changes: Vec<(String, Shown)>,
     /// How long reading it took (µs).
     pub read_us: u64,
+    /// Whether it was ever its table's current snapshot after a catalog
+    /// commit ([`history::published`]): a writer can add several in one
+    /// commit, and a reader sees only the last.
+    pub published: bool,
     /// Read whole after snapshots of its table expired unread: the
     /// timestamp of the last one read before them (`i64::MIN`: none). Until
     /// this one, the table's lake state is unknown, and so is every state of
@@ -260,6 +264,7 @@ async fn look_at(
         operation: snapshot.summary().operation.as_str().to_owned(),
         changes,
         read_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        published: history::published(&table, snapshot.snapshot_id()),
         after_gap: None,
     };
     let behind = since.as_ref().is_none_or(|unread| unread.len() > BEHIND_AT);
@@ -414,6 +419,11 @@ pub struct ConsistencyRecord {
     pub inconsistent: u64,
     /// Snapshots not checked (expired before they were read).
     pub unchecked: u64,
+    /// Snapshots no reader could see (a writer added them and a later one
+    /// in the same catalog commit): applied with the next state, not
+    /// checked as states of their own.
+    #[serde(default)]
+    pub never_current: u64,
     /// The most wrong keys in one state.
     pub worst: u64,
     /// Time the follower spent reading its snapshots while the seed ran,
@@ -509,6 +519,8 @@ pub fn check_log(
         .filter_map(|s| s.after_gap.map(|from| (s.table, from, s.timestamp_ms)))
         .collect();
     let mut checker = Checker::new(states);
+    // Changes of snapshots never current, for the next state.
+    let mut carried: Vec<(usize, String, Shown)> = Vec::new();
     let mut at = 0;
     while at < log.seen.len() {
         if stop() {
@@ -524,11 +536,19 @@ pub fn check_log(
         let end = state_end(&log.seen, at);
         let checking = Instant::now();
         let group = &mut log.seen[at..end];
-        let changes: Vec<(usize, String, Shown)> = group
-            .iter_mut()
-            .filter_map(|s| index[s.table].map(|t| (t, std::mem::take(&mut s.changes))))
-            .flat_map(|(t, changes)| changes.into_iter().map(move |(k, v)| (t, k, v)))
-            .collect();
+        let mut changes = std::mem::take(&mut carried);
+        changes.extend(
+            group
+                .iter_mut()
+                .filter_map(|s| index[s.table].map(|t| (t, std::mem::take(&mut s.changes))))
+                .flat_map(|(t, changes)| changes.into_iter().map(move |(k, v)| (t, k, v))),
+        );
+        if group.iter().all(|s| !s.published) {
+            record.never_current += group.len() as u64;
+            carried = changes;
+            at = end;
+            continue;
+        }
         let keys_changed = changes.len() as u64;
         let state = checker.check(changes);
         let first = &group[0];
@@ -690,8 +710,67 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), Shown::Row(row_hash(v))))
                 .collect(),
             read_us: 0,
+            published: true,
             after_gap: None,
         }
+    }
+
+    /// One source transaction updates o1 and o2. A writer commits it as a
+    /// delete snapshot and an append snapshot: in two catalog commits a
+    /// reader sees both keys vanish in between; in one commit (the first
+    /// snapshot never current) it sees only the transaction's state.
+    #[test]
+    fn a_snapshot_never_current_is_applied_with_the_next_not_checked() {
+        let mut source = SourceStates::new(vec![101, 102]);
+        for key in ["o1", "o2"] {
+            source.version(0, key.into(), 1, Some(row_hash("1")));
+            source.version(0, key.into(), 2, Some(row_hash("2")));
+        }
+        // Inserted with them, never changed: the state without o1 and o2
+        // is closest to the source after that insert.
+        for key in ["o3", "o4", "o5"] {
+            source.version(0, key.into(), 1, Some(row_hash("1")));
+        }
+        let names = vec!["orders".to_owned()];
+        let deleted = |published| Seen {
+            changes: vec![("o1".into(), Shown::Absent), ("o2".into(), Shown::Absent)],
+            published,
+            ..seen(0, 20, &[])
+        };
+        let log = |published| LakeLog {
+            consumer: "upsert".into(),
+            tables: names.clone(),
+            seen: vec![
+                seen(
+                    0,
+                    10,
+                    &[
+                        ("o1", "1"),
+                        ("o2", "1"),
+                        ("o3", "1"),
+                        ("o4", "1"),
+                        ("o5", "1"),
+                    ],
+                ),
+                deleted(published),
+                seen(0, 30, &[("o1", "2"), ("o2", "2")]),
+            ],
+            ..LakeLog::default()
+        };
+        let mut out = Checked::default();
+        check_log(&source, &names, log(true), 0, &|| false, &mut out);
+        let record = &out.consumers[0];
+        assert_eq!((record.checked, record.inconsistent), (3, 1), "{record:?}");
+        assert_eq!(out.snapshots[1].vanished, 2, "{:?}", out.snapshots[1]);
+        let mut out = Checked::default();
+        check_log(&source, &names, log(false), 0, &|| false, &mut out);
+        let record = &out.consumers[0];
+        assert_eq!(
+            (record.checked, record.inconsistent, record.never_current),
+            (2, 0, 1),
+            "{record:?}"
+        );
+        assert_eq!(out.snapshots[1].changed, 4, "{:?}", out.snapshots[1]);
     }
 
     /// t1 inserts customer c and its order o (one transaction), t2 updates

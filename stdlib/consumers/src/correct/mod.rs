@@ -403,6 +403,10 @@ pub async fn run(
     let mut carried: Vec<Record> = Vec::new();
     // When the gate last released something (a long wait is logged).
     let mut waiting_logged = std::time::Instant::now();
+    // When the last batch was committed: a batch slower than
+    // [`SLOW_BATCH`] from there to its own commit is logged with what the
+    // time went to.
+    let mut last_done = std::time::Instant::now();
     loop {
         if *stop.borrow()
             || config.stop_after.is_some_and(|n| report.records >= n)
@@ -465,6 +469,7 @@ pub async fn run(
         }
         report.batches += 1;
         let apply_start = std::time::Instant::now();
+        let before = report.time;
         let (write, commit, index) = (report.time.write, report.time.commit, report.time.index);
         apply_batch(
             lake,
@@ -483,6 +488,16 @@ pub async fn run(
             .saturating_sub(report.time.index.saturating_sub(index));
         fold_state(lake, config, &mut state, log).await?;
         report.batch_times.push(apply_start.elapsed());
+        if last_done.elapsed() > SLOW_BATCH {
+            log(&slow_batch(
+                report.batches,
+                apply_start.duration_since(last_done),
+                &before,
+                &report.time,
+                decode,
+            ));
+        }
+        last_done = std::time::Instant::now();
         fail_at(config, Step::BeforeMirror, report.batches);
         mirror(&consumer, &state);
     }
@@ -498,6 +513,34 @@ pub async fn run(
         report.conflicts
     ));
     Ok(report)
+}
+
+/// A batch taking longer than this from the previous batch's commit to its
+/// own is logged with what the time went to ([`slow_batch`]).
+const SLOW_BATCH: Duration = Duration::from_secs(2);
+
+/// The log line of a slow batch: the wait for its records (the fetch stage
+/// reading, or the transaction gate holding them), its decoding (on the
+/// fetch stage, overlapped with the previous batch), and the steps of its
+/// apply (`before` and `after`: the totals around it).
+fn slow_batch(
+    batch: u64,
+    waited: Duration,
+    before: &Timing,
+    after: &Timing,
+    decode: Duration,
+) -> String {
+    let step = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64();
+    format!(
+        "correct: batch {batch} slow: {:.2}s waiting for its records (fetch or the transaction gate; \
+         decoding {:.2}s of it), apply {:.2}s, write {:.2}s, commit {:.2}s, key index {:.2}s",
+        waited.as_secs_f64(),
+        decode.as_secs_f64(),
+        step(before.apply, after.apply),
+        step(before.write, after.write),
+        step(before.commit, after.commit),
+        step(before.index, after.index),
+    )
 }
 
 /// The end (high watermark) of every partition in `ends` now.
