@@ -666,7 +666,22 @@ impl Manifests<'_> {
             let mut writer = self.writer(content)?;
             for manifest_file in &small {
                 let manifest = self.lake.manifest(self.base, manifest_file).await?;
-                for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
+                for entry in manifest.entries() {
+                    if !entry.is_alive() {
+                        // A file this commit removes stays listed as
+                        // deleted by it (the spec's rule, and Java's merge
+                        // keeps them too): a reader following the table
+                        // snapshot by snapshot learns of a removal from
+                        // it. Older deleted entries are dropped.
+                        if entry.snapshot_id() == Some(self.snapshot_id) {
+                            writer.add_delete_file(
+                                entry.data_file().clone(),
+                                entry.sequence_number().unwrap_or(0),
+                                entry.file_sequence_number,
+                            )?;
+                        }
+                        continue;
+                    }
                     writer.add_existing_file(
                         entry.data_file().clone(),
                         entry
