@@ -470,7 +470,6 @@ pub async fn run(
         report.batches += 1;
         let apply_start = std::time::Instant::now();
         let before = report.time;
-        let (write, commit, index) = (report.time.write, report.time.commit, report.time.index);
         apply_batch(
             lake,
             config,
@@ -483,9 +482,9 @@ pub async fn run(
         .await?;
         report.time.apply += apply_start
             .elapsed()
-            .saturating_sub(report.time.write.saturating_sub(write))
-            .saturating_sub(report.time.commit.saturating_sub(commit))
-            .saturating_sub(report.time.index.saturating_sub(index));
+            .saturating_sub(report.time.write.saturating_sub(before.write))
+            .saturating_sub(report.time.commit.saturating_sub(before.commit))
+            .saturating_sub(report.time.index.saturating_sub(before.index));
         fold_state(lake, config, &mut state, log).await?;
         report.batch_times.push(apply_start.elapsed());
         if last_done.elapsed() > SLOW_BATCH {
