@@ -205,7 +205,11 @@ pub enum Fatal {
 /// What one run of the consumer did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
+    /// Records read, and of those, records of the transaction topic (its
+    /// BEGINs and ENDs: read only when committing at transaction
+    /// boundaries).
     pub records: u64,
+    pub markers: u64,
     pub batches: u64,
     /// Catalog transactions committed.
     pub commits: u64,
@@ -432,6 +436,7 @@ pub async fn run(
             Some(Fetch::Batch { records, decode }) => (records, decode),
         };
         report.records += records.len() as u64;
+        report.markers += records.iter().filter(|r| r.marker.is_some()).count() as u64;
         report.time.decode += decode;
         let records = match gate.as_mut() {
             None => records,
