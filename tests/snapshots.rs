@@ -76,8 +76,7 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
             ("id".to_owned(), Kind::Int),
             ("name".to_owned(), Kind::Text),
         ],
-        filter: None,
-        bucket: None,
+        ..SourceTable::default()
     };
     let log = rt.block_on(async {
         let table = create_orders(&lake).await;
@@ -86,6 +85,7 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
             consumer: "c".to_owned(),
             namespace: "s".to_owned(),
             tables: vec![source_table.clone()],
+            changelogs: None,
             not_checked: None,
         });
         let table = append(&lake, &table, &[(1, "a"), (2, "b")]).await;

@@ -23,6 +23,7 @@ use iceberg::table::Table;
 
 use super::history::{self, FileChange};
 use crate::reconcile::canonical::Layout;
+use crate::reconcile::changelog::{self, Fold};
 use crate::reconcile::states::{Shown, row_hash};
 use crate::reconcile::{SourceTable, keyed_rows};
 
@@ -43,6 +44,9 @@ pub struct Mirror {
     files: HashMap<String, FileRows>,
     /// Each key's visible rows: (file, position).
     keys: HashMap<Arc<str>, Vec<(Arc<str>, u32)>>,
+    /// A change log's reader's view instead (`lake changelog`: every
+    /// change event appended, each key its latest row in source order).
+    changelog: Option<Fold>,
 }
 
 impl Mirror {
@@ -54,13 +58,29 @@ impl Mirror {
             table,
             files: HashMap::new(),
             keys: HashMap::new(),
+            changelog: None,
+        }
+    }
+
+    /// An empty change log of `table`'s changes (Debezium's envelope,
+    /// [`crate::reconcile::changelog::COLUMNS`]), followed as its readers
+    /// see it: each key's latest row in source order
+    /// ([`crate::reconcile::changelog`]).
+    #[must_use]
+    pub fn changelog(table: SourceTable) -> Self {
+        Self {
+            changelog: Some(Fold::new(table.clone())),
+            ..Self::new(table)
         }
     }
 
     /// Rows visible now.
     #[must_use]
     pub fn rows(&self) -> usize {
-        self.keys.values().map(Vec::len).sum()
+        match &self.changelog {
+            Some(fold) => fold.rows(),
+            None => self.keys.values().map(Vec::len).sum(),
+        }
     }
 
     /// Apply snapshot `snapshot` of `table` (the next one after the last
@@ -87,7 +107,10 @@ impl Mirror {
     /// # Errors
     /// As [`Mirror::apply`].
     pub async fn reset(&mut self, table: &Table) -> Result<Vec<(String, Shown)>, String> {
-        let before: Vec<Arc<str>> = self.keys.keys().cloned().collect();
+        let before: Vec<Arc<str>> = match &mut self.changelog {
+            Some(fold) => fold.clear().into_iter().map(Arc::from).collect(),
+            None => self.keys.keys().cloned().collect(),
+        };
         self.files.clear();
         self.keys.clear();
         // A table replaced (rebuilt, recreated) can number its fields
@@ -116,6 +139,9 @@ impl Mirror {
         table: &Table,
         changes: &[FileChange],
     ) -> Result<Vec<(String, Shown)>, String> {
+        if let Some(fold) = &mut self.changelog {
+            return fold_changes(fold, table, changes).await;
+        }
         let mut touched: HashSet<Arc<str>> = HashSet::new();
         // Removed data files first, then added ones, then deletes: a
         // snapshot's delete files apply to the files before it.
@@ -349,4 +375,35 @@ impl Mirror {
         }
         Ok(())
     }
+}
+
+/// A change log's snapshot: the events of the data files it added, folded
+/// in. Files it removed are not un-read (a rewrite of a change log, as
+/// compaction makes, adds the same events again: replays, which change
+/// nothing); delete files are not followed in a change log.
+async fn fold_changes(
+    fold: &mut Fold,
+    table: &Table,
+    changes: &[FileChange],
+) -> Result<Vec<(String, Shown)>, String> {
+    let mut shown: HashMap<String, Shown> = HashMap::new();
+    for change in changes.iter().filter(|c| c.added) {
+        if change.content != DataContentType::Data {
+            return Err(format!(
+                "{}: a delete file in a change log: not followed",
+                change.path
+            ));
+        }
+        let columns: Vec<&str> = changelog::COLUMNS.split(", ").collect();
+        let batches = super::read::file_rows(table, &change.path, &columns)
+            .await
+            .map_err(|e| e.to_string())?;
+        for batch in &batches {
+            for (key, row) in fold.apply(batch).map_err(|e| e.to_string())? {
+                let now = row.map_or(Shown::Absent, |row| Shown::Row(row_hash(&row)));
+                shown.insert(key, now);
+            }
+        }
+    }
+    Ok(shown.into_iter().collect())
 }

@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use arrow_array::RecordBatch;
 use datafusion::prelude::SessionContext;
 use serde_json::{Map, Value};
 
@@ -40,84 +41,197 @@ pub(super) async fn rows(
     table: &SourceTable,
 ) -> Result<Vec<(String, String)>, Error> {
     let batches = ctx.sql(sql).await?.collect().await?;
-    let bad = |what: String| Error::Column {
-        table: table.name.clone(),
-        column: "source".into(),
-        source: CanonicalError::Unsupported(what),
-    };
     // key (canonical) -> its events
     let mut events: HashMap<String, Vec<Event>> = HashMap::new();
     let key = Key::new(table)?;
     for batch in &batches {
-        let column = |name: &str| {
-            batch
-                .column_by_name(name)
-                .and_then(canonical::arrow_text)
-                .ok_or_else(|| bad(format!("the change log has no text column `{name}`")))
-        };
-        let (ops, sources, befores, afters) = (
-            column("op")?,
-            column("source")?,
-            column("before")?,
-            column("after")?,
-        );
-        for i in 0..batch.num_rows() {
-            let op = ops[i].as_deref().unwrap_or_default();
-            let lsn = sources[i]
-                .as_deref()
-                .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                .and_then(|s| s.get("lsn").and_then(Value::as_u64))
-                .ok_or_else(|| bad(format!("an event with no `source.lsn`: {:?}", sources[i])))?;
-            let image = if op == "d" { &befores[i] } else { &afters[i] };
-            let Some(Value::Object(image)) = image
-                .as_deref()
-                .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            else {
-                return Err(bad(format!("a `{op}` event with no row image")));
-            };
-            events
-                .entry(key.of(table, &image)?)
-                .or_default()
-                .push((lsn, (op != "d").then_some(image)));
+        for (k, event) in events_of(batch, table, &key)? {
+            events.entry(k).or_default().push(event);
         }
     }
-    let names: Vec<&str> = table.columns.iter().map(|(n, _)| n.as_str()).collect();
-    let layout = canonical::Layout::new(
-        names.clone(),
-        table
-            .key
-            .iter()
-            .filter_map(|k| names.iter().position(|n| n == k))
-            .collect(),
-    );
+    let names = column_names(table);
+    let layout = layout_of(table, &names);
     let mut out = Vec::new();
     for (_, mut changes) in events {
         // Stable: replays of one event (same LSN) stay in arrival order.
         changes.sort_by_key(|(lsn, _)| *lsn);
         let mut row: Option<Map<String, Value>> = None;
         for (_, image) in changes {
-            row = image.map(|mut image| {
-                if let Some(previous) = &row {
-                    for (column, value) in &mut image {
-                        if value.as_str() == Some(UNAVAILABLE)
-                            && let Some(old) = previous.get(column)
-                        {
-                            value.clone_from(old);
-                        }
-                    }
-                }
-                image
-            });
+            row = image.map(|image| carried(row.as_ref(), image));
         }
         let Some(row) = row else { continue };
-        let values = table
-            .columns
-            .iter()
-            .map(|(name, kind)| rendered(table, name, *kind, row.get(name)))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.push((layout.key(&values), layout.row(&values)));
+        out.push(canonical_row(table, &layout, &row)?);
     }
     Ok(out)
+}
+
+/// A change log folded as it grows, for a reader's view between commits
+/// (the snapshot follower's mirror of a `lake changelog` table: docs/run.md,
+/// "Snapshots"): each key's latest row in source order, from the events
+/// read so far, folded as [`rows`] folds them. An event older than the
+/// newest one applied for its key (appended out of source order, in a
+/// later commit) changes nothing, as in a reader's fold by LSN; the one
+/// difference: a column Debezium could not read in the newer event keeps
+/// the value it took then, not the late event's.
+#[derive(Debug)]
+pub struct Fold {
+    table: SourceTable,
+    /// Each key's newest event applied: its LSN and row (`None`: deleted).
+    keys: HashMap<String, Event>,
+}
+
+impl Fold {
+    #[must_use]
+    pub fn new(table: SourceTable) -> Self {
+        Self {
+            table,
+            keys: HashMap::new(),
+        }
+    }
+
+    /// Keys with a row now.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.keys.values().filter(|(_, row)| row.is_some()).count()
+    }
+
+    /// Forget every event (to fold the log again from its first file);
+    /// the keys that had a row.
+    pub fn clear(&mut self) -> Vec<String> {
+        self.keys
+            .drain()
+            .filter(|(_, (_, row))| row.is_some())
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    /// Fold in one batch of change-log rows ([`COLUMNS`]): each key it
+    /// touched with its canonical row now (`None`: no row).
+    ///
+    /// # Errors
+    /// An event without a row image or an LSN, or a value the source
+    /// column's kind cannot read.
+    pub fn apply(&mut self, batch: &RecordBatch) -> Result<Vec<(String, Option<String>)>, Error> {
+        let key = Key::new(&self.table)?;
+        let mut events = events_of(batch, &self.table, &key)?;
+        // Stable: each key's events in LSN order, replays in arrival order.
+        events.sort_by_key(|(_, (lsn, _))| *lsn);
+        let mut touched: Vec<String> = Vec::new();
+        for (k, (lsn, image)) in events {
+            let previous = self.keys.get(&k);
+            if previous.is_some_and(|(newest, _)| lsn < *newest) {
+                continue;
+            }
+            let row = image.map(|image| carried(previous.and_then(|(_, row)| row.as_ref()), image));
+            touched.push(k.clone());
+            self.keys.insert(k, (lsn, row));
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let names = column_names(&self.table);
+        let layout = layout_of(&self.table, &names);
+        touched
+            .into_iter()
+            .map(|k| {
+                let row = match self.keys.get(&k) {
+                    Some((_, Some(row))) => Some(canonical_row(&self.table, &layout, row)?.1),
+                    _ => None,
+                };
+                Ok((k, row))
+            })
+            .collect()
+    }
+}
+
+/// The events of one batch of change-log rows, each with its key, in the
+/// order read.
+fn events_of(
+    batch: &RecordBatch,
+    table: &SourceTable,
+    key: &Key<'_>,
+) -> Result<Vec<(String, Event)>, Error> {
+    let bad = |what: String| Error::Column {
+        table: table.name.clone(),
+        column: "source".into(),
+        source: CanonicalError::Unsupported(what),
+    };
+    let column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(canonical::arrow_text)
+            .ok_or_else(|| bad(format!("the change log has no text column `{name}`")))
+    };
+    let (ops, sources, befores, afters) = (
+        column("op")?,
+        column("source")?,
+        column("before")?,
+        column("after")?,
+    );
+    let mut events = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let op = ops[i].as_deref().unwrap_or_default();
+        let lsn = sources[i]
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+            .and_then(|s| s.get("lsn").and_then(Value::as_u64))
+            .ok_or_else(|| bad(format!("an event with no `source.lsn`: {:?}", sources[i])))?;
+        let image = if op == "d" { &befores[i] } else { &afters[i] };
+        let Some(Value::Object(image)) = image
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        else {
+            return Err(bad(format!("a `{op}` event with no row image")));
+        };
+        events.push((key.of(table, &image)?, (lsn, (op != "d").then_some(image))));
+    }
+    Ok(events)
+}
+
+/// `image` with each column Debezium could not read taken from the row
+/// before it, when there is one.
+fn carried(
+    previous: Option<&Map<String, Value>>,
+    mut image: Map<String, Value>,
+) -> Map<String, Value> {
+    if let Some(previous) = previous {
+        for (column, value) in &mut image {
+            if value.as_str() == Some(UNAVAILABLE)
+                && let Some(old) = previous.get(column)
+            {
+                value.clone_from(old);
+            }
+        }
+    }
+    image
+}
+
+fn column_names(table: &SourceTable) -> Vec<&str> {
+    table.columns.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+fn layout_of<'a>(table: &SourceTable, names: &[&'a str]) -> canonical::Layout<'a> {
+    canonical::Layout::new(
+        names.to_vec(),
+        table
+            .key
+            .iter()
+            .filter_map(|k| names.iter().position(|n| n == k))
+            .collect(),
+    )
+}
+
+/// A folded row as canonical (key, row) over the source's columns.
+fn canonical_row(
+    table: &SourceTable,
+    layout: &canonical::Layout<'_>,
+    row: &Map<String, Value>,
+) -> Result<(String, String), Error> {
+    let values = table
+        .columns
+        .iter()
+        .map(|(name, kind)| rendered(table, name, *kind, row.get(name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((layout.key(&values), layout.row(&values)))
 }
 
 /// A table's key columns with their kinds, laid out once for [`Key::of`].
@@ -204,19 +318,38 @@ mod tests {
             ],
             filter: None,
             bucket: None,
+            types: std::collections::BTreeMap::new(),
         }
     }
 
+    type Events<'a> = [(&'a str, u64, Option<&'a str>, Option<&'a str>)];
+
     /// `(op, lsn, before, after)` events, in the order they were appended.
-    async fn fold(events: &[(&str, u64, Option<&str>, Option<&str>)]) -> Vec<(String, String)> {
+    async fn fold(events: &Events<'_>) -> Vec<(String, String)> {
+        let batch = batch(events);
+        let ctx = SessionContext::new();
+        ctx.register_table(
+            "log",
+            Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap()),
+        )
+        .unwrap();
+        let mut rows = rows(&ctx, &format!("SELECT {COLUMNS} FROM log"), &orders())
+            .await
+            .unwrap();
+        rows.sort();
+        rows
+    }
+
+    /// The events as one batch of change-log rows.
+    fn batch(events: &Events<'_>) -> RecordBatch {
         let schema = Arc::new(Schema::new(
             ["op", "source", "before", "after"]
                 .map(|n| Field::new(n, DataType::Utf8, true))
                 .to_vec(),
         ));
         let column = |values: Vec<Option<String>>| Arc::new(StringArray::from(values)) as _;
-        let batch = RecordBatch::try_new(
-            schema.clone(),
+        RecordBatch::try_new(
+            schema,
             vec![
                 column(events.iter().map(|e| Some(e.0.to_owned())).collect()),
                 column(
@@ -229,18 +362,49 @@ mod tests {
                 column(events.iter().map(|e| e.3.map(str::to_owned)).collect()),
             ],
         )
-        .unwrap();
-        let ctx = SessionContext::new();
-        ctx.register_table(
-            "log",
-            Arc::new(MemTable::try_new(schema, vec![vec![batch]]).unwrap()),
-        )
-        .unwrap();
-        let mut rows = rows(&ctx, &format!("SELECT {COLUMNS} FROM log"), &orders())
-            .await
-            .unwrap();
-        rows.sort();
-        rows
+        .unwrap()
+    }
+
+    /// The follower's fold, commit by commit, ends where the reconciler's
+    /// fold of the whole log does; a late copy of an older event changes
+    /// nothing, and a column Debezium could not read keeps its value.
+    #[tokio::test]
+    async fn a_log_folded_commit_by_commit_shows_each_key_latest_row() {
+        let first = row(1, "2.50", "a", "2026-12-02T15:33:22Z");
+        let other = row(2, "1.00", "x", "2026-12-02T15:33:22Z");
+        let later = format!(
+            r#"{{"order_id": 1, "amount": "3.00", "note": "{UNAVAILABLE}", "updated_at": "2026-12-02T15:33:23Z"}}"#
+        );
+        let commits: [&Events<'_>; 2] = [
+            &[("c", 10, None, Some(&first)), ("c", 11, None, Some(&other))],
+            &[
+                ("u", 30, None, Some(&later)),
+                ("d", 31, Some(&other), None),
+                ("c", 10, None, Some(&first)),
+            ],
+        ];
+        let mut follower = Fold::new(orders());
+        let shown = follower.apply(&batch(commits[0])).unwrap();
+        let at_first = fold(commits[0]).await;
+        assert_eq!(
+            shown,
+            at_first
+                .iter()
+                .map(|(k, r)| (k.clone(), Some(r.clone())))
+                .collect::<Vec<_>>()
+        );
+        let shown = follower.apply(&batch(commits[1])).unwrap();
+        let whole = fold(&commits.concat()).await;
+        assert_eq!(whole.len(), 1);
+        assert!(whole[0].1.contains(&canonical::quoted("a")), "{whole:?}");
+        assert_eq!(
+            shown,
+            [
+                (whole[0].0.clone(), Some(whole[0].1.clone())),
+                (at_first[1].0.clone(), None)
+            ]
+        );
+        assert_eq!(follower.rows(), 1);
     }
 
     fn row(id: u64, amount: &str, note: &str, at: &str) -> String {

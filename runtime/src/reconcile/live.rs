@@ -223,6 +223,7 @@ mod tests {
             columns: Vec::new(),
             filter: None,
             bucket: None,
+            types: std::collections::BTreeMap::new(),
         };
         assert_eq!(key_of(&spec, "1\u{1f}\"x\""), "a=1, b=\"x\"");
     }

@@ -20,7 +20,7 @@ use super::error::Error;
 use super::merge::KeyOrder;
 
 /// A source table as the reconciler sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceTable {
     pub name: String,
     /// Primary-key columns, in key order.
@@ -33,6 +33,11 @@ pub struct SourceTable {
     /// One bucket of the key space (a distributed comparison's share):
     /// both sides read only these keys. `None`: every key.
     pub bucket: Option<KeyRange>,
+    /// Each column's SQL type as the source printed it when the table was
+    /// described (`format_type`), by column name; empty when the table was
+    /// not described from the source. What reads a version of a column
+    /// dropped since back from the history ([`versions`]).
+    pub types: std::collections::BTreeMap<String, String>,
 }
 
 /// Whose SQL a predicate is written in: the source's or the lake's.
@@ -352,9 +357,23 @@ pub async fn versions<T>(
         )
         .await
         .map_err(Error::source_query("read lossproof_history"))?;
+    let present: HashSet<String> = client
+        .query(
+            "SELECT attname::text FROM pg_attribute \
+             WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped",
+            &[&table.name],
+        )
+        .await
+        .map_err(Error::source_query(format!(
+            "the columns of {}",
+            table.name
+        )))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     let from = format!(
         "{} AND h.seq <= {last_seq}) AS h ORDER BY lossproof_seq",
-        history_from(table, renames)
+        history_from(table, renames, Some(&present))?
     );
     let mut rows: Vec<(String, T)> = Vec::with_capacity(changes.len());
     read(client, table, &from, |key, canonical| {
@@ -396,7 +415,16 @@ pub struct Rename {
 /// `) AS h`): each version back as a row of the table. `table` has the
 /// names its columns had before `renames` (in the order they were made);
 /// a version stored under any later name is read back under the first.
-fn history_from(table: &SourceTable, renames: &[Rename]) -> String {
+/// A column not among the table's `present` columns (dropped since
+/// `table` was described) is read with the type it had then
+/// (`table.types`): its value in the versions written before the drop,
+/// NULL in those after. `present`: `None` when every column of `table`
+/// still exists.
+fn history_from(
+    table: &SourceTable,
+    renames: &[Rename],
+    present: Option<&HashSet<String>>,
+) -> Result<String, Error> {
     let literal = |name: &str| format!("'{}'", name.replace('\'', "''"));
     // Each rename moves a version's value from the old name to the new
     // one, so every version ends under the table's current names, which
@@ -423,32 +451,49 @@ fn history_from(table: &SourceTable, renames: &[Rename]) -> String {
     // an element that is itself a JSON array as another dimension: it is
     // rebuilt from its elements (a JSON null element as NULL).
     let mut json_arrays = String::new();
-    let columns: Vec<String> = table
-        .columns
-        .iter()
-        .zip(&current)
-        .map(|((name, kind), now)| {
-            let column = quote_ident(name);
-            if *kind != Kind::Array(&Kind::Json) {
-                return format!("r.{} AS {column}", quote_ident(now));
-            }
+    // Columns dropped since: `jsonb_to_record`'s column definitions.
+    let mut dropped: Vec<String> = Vec::new();
+    let mut columns: Vec<String> = Vec::with_capacity(table.columns.len());
+    for ((name, kind), now) in table.columns.iter().zip(&current) {
+        let column = quote_ident(name);
+        if *kind == Kind::Array(&Kind::Json) {
+            // Read from the stored JSON itself: dropped or not.
             let key = literal(now);
             let _ = write!(json_arrays, " - {key}");
-            format!(
+            columns.push(format!(
                 "CASE jsonb_typeof({row} -> {key}) WHEN 'array' THEN ARRAY(\
                  SELECT nullif(e, 'null'::jsonb) \
                  FROM jsonb_array_elements({row} -> {key}) WITH ORDINALITY AS x (e, i) ORDER BY i) \
                  END AS {column}"
-            )
-        })
-        .collect();
-    format!(
+            ));
+        } else if present.is_none_or(|present| present.contains(now)) {
+            columns.push(format!("r.{} AS {column}", quote_ident(now)));
+        } else {
+            let sql_type = table.types.get(name).ok_or_else(|| {
+                Error::History(format!(
+                    "{}.{now} was dropped and its type is not known: its versions cannot be read back",
+                    table.name
+                ))
+            })?;
+            dropped.push(format!("{} {sql_type}", quote_ident(now)));
+            columns.push(format!("d.{} AS {column}", quote_ident(now)));
+        }
+    }
+    let dropped = if dropped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " CROSS JOIN LATERAL jsonb_to_record({row}) AS d ({})",
+            dropped.join(", ")
+        )
+    };
+    Ok(format!(
         "FROM (SELECT {}, h.seq AS lossproof_seq FROM lossproof_history AS h{renaming} \
-         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, {row}{json_arrays}) AS r \
+         CROSS JOIN LATERAL jsonb_populate_record(NULL::{t}, {row}{json_arrays}) AS r{dropped} \
          WHERE h.tbl = '{t}'",
         columns.join(", "),
         t = table.name
-    )
+    ))
 }
 
 /// `table`'s columns and primary key, as the source has them NOW (after any
@@ -478,7 +523,7 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
                 (_, "e") => Kind::Text.array(),
                 _ => Kind::of_sql(&sql_type),
             };
-            kind.map(|k| (name.clone(), k))
+            kind.map(|k| (name.clone(), k, sql_type))
                 .map_err(|source| Error::Column {
                     table: table.to_owned(),
                     column: name,
@@ -486,6 +531,14 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
                 })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let types = columns
+        .iter()
+        .map(|(name, _, sql_type)| (name.clone(), sql_type.clone()))
+        .collect();
+    let columns = columns
+        .into_iter()
+        .map(|(name, kind, _)| (name, kind))
+        .collect();
     let key: Vec<String> = client
         .query(
             "SELECT a.attname::text FROM pg_index i \
@@ -510,6 +563,7 @@ pub async fn describe(client: &tokio_postgres::Client, table: &str) -> Result<So
         columns,
         filter: None,
         bucket: None,
+        types,
     })
 }
 
@@ -638,7 +692,7 @@ pub async fn history_of(
     if exists.is_none() {
         return Ok(None);
     }
-    let from = format!("{} AND h.op <> 'd') AS h", history_from(table, &[]));
+    let from = format!("{} AND h.op <> 'd') AS h", history_from(table, &[], None)?);
     let mut history = History::new();
     read(client, table, &from, |key, row| {
         if wanted(&key) {
@@ -901,6 +955,7 @@ mod tests {
             ],
             filter: Some("v > 0".into()),
             bucket: None,
+            types: std::collections::BTreeMap::new(),
         }
     }
 

@@ -58,7 +58,11 @@ pub struct LakeTables {
     pub consumer: String,
     pub namespace: String,
     pub tables: Vec<SourceTable>,
-    /// Why its snapshots are not checked (a change log, views), if so.
+    /// Its tables are change logs (`lake changelog`), each named here in
+    /// the order of `tables`: followed as their readers see them, each key
+    /// its latest row in source order (docs/run.md, "Snapshots").
+    pub changelogs: Option<Vec<String>>,
+    /// Why its snapshots are not checked (views), if so.
     pub not_checked: Option<String>,
 }
 
@@ -107,6 +111,8 @@ pub struct LakeLog {
 
 /// One table of a followed lake.
 struct Cursor {
+    /// The lake table followed (a change log's own name).
+    name: String,
     at: history::Cursor,
     /// The sequence number and timestamp of the last snapshot read.
     sequence: i64,
@@ -150,12 +156,22 @@ impl LakeFollower {
             cursors: lake
                 .tables
                 .into_iter()
-                .map(|t| Cursor {
+                .enumerate()
+                .map(|(n, t)| Cursor {
+                    name: lake
+                        .changelogs
+                        .as_ref()
+                        .and_then(|logs| logs.get(n))
+                        .map_or_else(|| t.name.clone(), Clone::clone),
+                    mirror: if lake.changelogs.is_some() {
+                        Mirror::changelog(t)
+                    } else {
+                        Mirror::new(t)
+                    },
                     at: history::Cursor::default(),
                     sequence: 0,
                     timestamp_ms: i64::MIN,
                     expired: false,
-                    mirror: Mirror::new(t),
                 })
                 .collect(),
             catch_up: None,
@@ -229,7 +245,7 @@ async fn look_at(
 ) -> Result<bool, String> {
     let Some(table) = cursor
         .at
-        .load(lake, namespace, &log.tables[n], locations)
+        .load(lake, namespace, &cursor.name, locations)
         .await?
     else {
         return Ok(false);

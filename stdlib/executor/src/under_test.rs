@@ -72,7 +72,7 @@ pub fn lakes(
 
 /// The change log a `lake changelog` consumer keeps for source table
 /// `table`: named as Debezium names its topic, dots as underscores.
-fn changelog_table(names: &CaptureNames, table: &str) -> String {
+pub(crate) fn changelog_table(names: &CaptureNames, table: &str) -> String {
     names.topic("public", table).replace('.', "_")
 }
 

@@ -311,13 +311,14 @@ async fn followed_phases(
     )
     .into_iter()
     .map(|lake| crate::snapshots::LakeTables {
-        not_checked: if lake.changelog {
-            Some("not checked: a change log (docs/run.md, \"Snapshots\")".to_owned())
-        } else if !lake.views.is_empty() {
-            Some("not checked: its tables are read through views".to_owned())
-        } else {
-            None
-        },
+        changelogs: lake.changelog.then(|| {
+            tables
+                .iter()
+                .map(|t| crate::under_test::changelog_table(&seed.names, &t.name))
+                .collect()
+        }),
+        not_checked: (!lake.changelog && !lake.views.is_empty())
+            .then(|| "not checked: its tables are read through views".to_owned()),
         consumer: lake.consumer,
         namespace: lake.namespace,
         tables: tables.clone(),
