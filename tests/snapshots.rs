@@ -170,3 +170,139 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
         (2, 0, 1)
     );
 }
+
+/// `s.<name> (op, source, before, after)`, all text: a change log as
+/// Debezium-based sinks land one (`lake changelog`), empty.
+async fn create_change_log(lake: &Lake, name: &str) -> iceberg::table::Table {
+    let namespace = lake.ensure_namespace("s").await.expect("namespace");
+    let fields: Vec<iceberg::spec::NestedFieldRef> = ["op", "source", "before", "after"]
+        .iter()
+        .zip(1..)
+        .map(|(n, id)| NestedField::optional(id, *n, Type::Primitive(PrimitiveType::String)).into())
+        .collect();
+    let schema = Schema::builder()
+        .with_fields(fields)
+        .build()
+        .expect("schema");
+    let creation = TableCreation::builder()
+        .name(name.to_owned())
+        .schema(schema)
+        .build();
+    lake.catalog()
+        .create_table(&namespace, creation)
+        .await
+        .expect("create the change log")
+}
+
+/// One change event as a change log holds it: (op, LSN, before, after).
+type Event<'a> = (&'a str, u64, Option<&'a str>, Option<&'a str>);
+
+/// `events` as rows of the change log `table`.
+fn change_log_batch(table: &iceberg::table::Table, events: &[Event<'_>]) -> RecordBatch {
+    let schema = Arc::new(
+        iceberg::arrow::schema_to_arrow_schema(table.metadata().current_schema())
+            .expect("arrow schema"),
+    );
+    let column = |f: &dyn Fn(&Event<'_>) -> Option<String>| {
+        Arc::new(StringArray::from(events.iter().map(f).collect::<Vec<_>>())) as ArrayRef
+    };
+    let columns = vec![
+        column(&|e| Some(e.0.to_owned())),
+        column(&|e| Some(format!(r#"{{"lsn": {}}}"#, e.1))),
+        column(&|e| e.2.map(str::to_owned)),
+        column(&|e| e.3.map(str::to_owned)),
+    ];
+    RecordBatch::try_new(schema, columns).expect("batch")
+}
+
+/// A change log followed commit by commit shows, after each commit, each
+/// key's latest event by LSN, as its readers fold it: checked against a
+/// source that made the same changes in two transactions, both states are
+/// states the source had.
+#[test]
+fn a_change_log_is_followed_as_its_readers_fold_it() {
+    use lossproof_runtime::reconcile::canonical::{Layout, quoted};
+    use lossproof_runtime::reconcile::states::row_hash;
+    let state = tempfile::tempdir().expect("temp state dir");
+    let rt = crate::lake::tokio();
+    let lake = rt
+        .block_on(Lake::open(state.path()))
+        .expect("open the lake");
+    let source_table = SourceTable {
+        name: "orders".to_owned(),
+        key: vec!["id".to_owned()],
+        columns: vec![
+            ("id".to_owned(), Kind::Int),
+            ("name".to_owned(), Kind::Text),
+        ],
+        ..SourceTable::default()
+    };
+    let log = rt.block_on(async {
+        let table = create_change_log(&lake, "run_public_orders").await;
+        let commit = |table: iceberg::table::Table, events: &[Event<'_>]| {
+            let batch = change_log_batch(&table, events);
+            let lake = &lake;
+            async move {
+                lake.append(&table, vec![batch], HashMap::new())
+                    .await
+                    .expect("append")
+            }
+        };
+        let clock = Instant::now();
+        let mut follower = LakeFollower::new(LakeTables {
+            consumer: "sink".to_owned(),
+            namespace: "s".to_owned(),
+            tables: vec![source_table.clone()],
+            changelogs: Some(vec!["run_public_orders".to_owned()]),
+            not_checked: None,
+        });
+        let a = r#"{"id": 1, "name": "a"}"#;
+        let b = r#"{"id": 2, "name": "b"}"#;
+        let table = commit(table, &[("c", 10, None, Some(a)), ("c", 11, None, Some(b))]).await;
+        follower.look(&lake, clock).await;
+        // The second transaction: 1 updated, 2 deleted; and a late copy
+        // of 1's insert (an older LSN: changes nothing).
+        commit(
+            table,
+            &[
+                ("u", 30, None, Some(r#"{"id": 1, "name": "z"}"#)),
+                ("d", 31, Some(b), None),
+                ("c", 10, None, Some(a)),
+            ],
+        )
+        .await;
+        follower.look(&lake, clock).await;
+        follower.finish()
+    });
+    assert_eq!(log.failed, None);
+    assert_eq!(log.seen.len(), 2, "{:?}", log.seen);
+    let layout = Layout::new(vec!["id", "name"], vec![0]);
+    let row = |id: i64, name: &str| row_hash(&layout.row(&[id.to_string(), quoted(name)]));
+    let key = |id: i64| layout.key(&[id.to_string(), String::new()]);
+    let mut source = SourceStates::new(vec![11, 12]);
+    source.version(0, key(1), 1, Some(row(1, "a")));
+    source.version(0, key(2), 1, Some(row(2, "b")));
+    source.version(0, key(1), 2, Some(row(1, "z")));
+    source.version(0, key(2), 2, None);
+    let mut shown: Vec<(String, Shown)> = log.seen[1].changes.clone();
+    shown.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        shown,
+        vec![(key(1), Shown::Row(row(1, "z"))), (key(2), Shown::Absent)]
+    );
+    let mut checked = Checked::default();
+    check_log(
+        &source,
+        &["orders".to_owned()],
+        log,
+        0,
+        &|| false,
+        &mut checked,
+    );
+    let positions: Vec<(bool, u32)> = checked
+        .snapshots
+        .iter()
+        .map(|s| (s.consistent, s.position))
+        .collect();
+    assert_eq!(positions, vec![(true, 1), (true, 2)]);
+}
