@@ -144,7 +144,7 @@ enum Command {
         /// Consumers under test [default: the scenario's].
         #[arg(long, value_delimiter = ',')]
         consumers: Option<Vec<String>>,
-        /// Keep a failed seed's lake and write its diff.
+        /// Keep a failed seed's lake, source database and topics, and write its diff.
         #[arg(long)]
         keep: bool,
         #[command(flatten)]

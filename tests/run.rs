@@ -1080,10 +1080,7 @@ pub(crate) fn leftovers(state: &Path, run: &str) -> Vec<String> {
             .unwrap();
         let metadata = kafka.fetch_metadata(None, Duration::from_secs(10)).unwrap();
         for topic in metadata.topics() {
-            if topic
-                .name()
-                .starts_with(&format!("{}.", names.topic_prefix))
-            {
+            if lossproof_runtime::debezium::owned_by(&names.topic_prefix, topic.name()) {
                 left.push(format!("topic {}", topic.name()));
             }
         }
@@ -1104,7 +1101,7 @@ pub(crate) fn leftovers(state: &Path, run: &str) -> Vec<String> {
                 .await
                 .unwrap();
         for subject in subjects {
-            if subject.starts_with(&format!("{}.", names.topic_prefix)) {
+            if lossproof_runtime::debezium::owned_by(&names.topic_prefix, &subject) {
                 left.push(format!("subject {subject}"));
             }
         }
@@ -1132,18 +1129,37 @@ fn network_faults(state: &Path) {
 }
 
 /// A scenario whose assertion cannot hold (the careless consumer after a
-/// type change under load) is FAIL with exit 1, never PASS; one whose
+/// type change under load) is FAIL with exit 1, never PASS; with `--keep`
+/// the failed seed's source database and topics stay (what capture
+/// delivered, to look at) until `lossproof clean --run`; one whose
 /// assertions are all about a consumer not under test is refused up front.
 fn a_scenario_that_must_fail_fails(state: &Path) {
-    let (code, text, record) = run(
+    let (code, text, record) = run_with(
         state,
         &input("must-fail.lp"),
         "1",
+        &["--consumers", "careless", "--keep"],
         &state.join("must-fail.json"),
     );
     assert_eq!(code, Some(1), "{text}");
     let seed = &record["results"][0];
     assert_eq!(seed["verdict"], "FAIL", "{seed:#}");
+    let run_id = record["run_id"].as_str().unwrap();
+    let kept = leftovers(state, &format!("{run_id}s1"));
+    let kinds: std::collections::BTreeSet<&str> = kept
+        .iter()
+        .filter_map(|left| left.split(' ').next())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["database", "subject", "topic"].into(),
+        "kept: the data, not the pipeline: {kept:?}"
+    );
+    ok(&lossproof(state, &["clean", "--run", run_id]));
+    assert_eq!(
+        leftovers(state, &format!("{run_id}s1")),
+        Vec::<String>::new()
+    );
     assert_eq!(seed["assertions"][0]["passed"], false, "{seed:#}");
     assert!(
         seed["wrong_rows"]["careless"].as_u64().unwrap() > 0,

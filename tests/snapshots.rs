@@ -9,7 +9,7 @@ use std::time::Instant;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use iceberg::TableCreation;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-use lossproof_executor::snapshots::{Checked, LakeFollower, LakeTables, check_log};
+use lossproof_executor::snapshots::{Checked, LakeFollower, LakeLog, LakeTables, check_log};
 use lossproof_runtime::Lake;
 use lossproof_runtime::lake::Retain;
 use lossproof_runtime::reconcile::SourceTable;
@@ -62,14 +62,40 @@ async fn create_orders(lake: &Lake) -> iceberg::table::Table {
         .expect("create s.orders")
 }
 
-#[test]
-fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
+/// A lake of its own (in a directory removed with the first value), and a
+/// runtime to drive it.
+fn lake() -> (tempfile::TempDir, tokio::runtime::Runtime, Lake) {
     let state = tempfile::tempdir().expect("temp state dir");
     let rt = crate::lake::tokio();
     let lake = rt
         .block_on(Lake::open(state.path()))
         .expect("open the lake");
-    let source_table = SourceTable {
+    (state, rt, lake)
+}
+
+/// `log` checked against `source` (of `orders` alone): what the check
+/// found, and each state's (consistent, position).
+fn checked(source: &SourceStates, log: LakeLog) -> (Checked, Vec<(bool, u32)>) {
+    let mut checked = Checked::default();
+    check_log(
+        source,
+        &["orders".to_owned()],
+        log,
+        0,
+        &|| false,
+        &mut checked,
+    );
+    let positions = checked
+        .snapshots
+        .iter()
+        .map(|s| (s.consistent, s.position))
+        .collect();
+    (checked, positions)
+}
+
+/// The source table `orders (id bigint key, name text)`, as compared.
+fn orders_source() -> SourceTable {
+    SourceTable {
         name: "orders".to_owned(),
         key: vec!["id".to_owned()],
         columns: vec![
@@ -77,14 +103,19 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
             ("name".to_owned(), Kind::Text),
         ],
         ..SourceTable::default()
-    };
+    }
+}
+
+#[test]
+fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
+    let (_state, rt, lake) = lake();
     let log = rt.block_on(async {
         let table = create_orders(&lake).await;
         let clock = Instant::now();
         let mut follower = LakeFollower::new(LakeTables {
             consumer: "c".to_owned(),
             namespace: "s".to_owned(),
-            tables: vec![source_table.clone()],
+            tables: vec![orders_source()],
             changelogs: None,
             not_checked: None,
         });
@@ -149,20 +180,7 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
     source.version(0, "id=2".into(), 1, Some(row_of(&log.seen[1], "id=2")));
     source.version(0, "id=3".into(), 2, Some(row_of(&log.seen[1], "id=3")));
     source.version(0, "id=4".into(), 3, Some(row_of(&log.seen[1], "id=4")));
-    let mut checked = Checked::default();
-    check_log(
-        &source,
-        &["orders".to_owned()],
-        log,
-        0,
-        &|| false,
-        &mut checked,
-    );
-    let positions: Vec<(bool, u32)> = checked
-        .snapshots
-        .iter()
-        .map(|s| (s.consistent, s.position))
-        .collect();
+    let (checked, positions) = checked(&source, log);
     assert_eq!(positions, vec![(true, 1), (true, 3)]);
     let summary = &checked.consumers[0];
     assert_eq!(
@@ -223,20 +241,7 @@ fn change_log_batch(table: &iceberg::table::Table, events: &[Event<'_>]) -> Reco
 fn a_change_log_is_followed_as_its_readers_fold_it() {
     use lossproof_runtime::reconcile::canonical::{Layout, quoted};
     use lossproof_runtime::reconcile::states::row_hash;
-    let state = tempfile::tempdir().expect("temp state dir");
-    let rt = crate::lake::tokio();
-    let lake = rt
-        .block_on(Lake::open(state.path()))
-        .expect("open the lake");
-    let source_table = SourceTable {
-        name: "orders".to_owned(),
-        key: vec!["id".to_owned()],
-        columns: vec![
-            ("id".to_owned(), Kind::Int),
-            ("name".to_owned(), Kind::Text),
-        ],
-        ..SourceTable::default()
-    };
+    let (_state, rt, lake) = lake();
     let log = rt.block_on(async {
         let table = create_change_log(&lake, "run_public_orders").await;
         let commit = |table: iceberg::table::Table, events: &[Event<'_>]| {
@@ -252,7 +257,7 @@ fn a_change_log_is_followed_as_its_readers_fold_it() {
         let mut follower = LakeFollower::new(LakeTables {
             consumer: "sink".to_owned(),
             namespace: "s".to_owned(),
-            tables: vec![source_table.clone()],
+            tables: vec![orders_source()],
             changelogs: Some(vec!["run_public_orders".to_owned()]),
             not_checked: None,
         });
@@ -290,19 +295,6 @@ fn a_change_log_is_followed_as_its_readers_fold_it() {
         shown,
         vec![(key(1), Shown::Row(row(1, "z"))), (key(2), Shown::Absent)]
     );
-    let mut checked = Checked::default();
-    check_log(
-        &source,
-        &["orders".to_owned()],
-        log,
-        0,
-        &|| false,
-        &mut checked,
-    );
-    let positions: Vec<(bool, u32)> = checked
-        .snapshots
-        .iter()
-        .map(|s| (s.consistent, s.position))
-        .collect();
+    let (_, positions) = checked(&source, log);
     assert_eq!(positions, vec![(true, 1), (true, 2)]);
 }

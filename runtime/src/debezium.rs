@@ -70,6 +70,27 @@ impl CaptureNames {
     }
 }
 
+/// Debezium's heartbeat topic of the capture with topic prefix `prefix`
+/// (`topic.heartbeat.prefix`, left at its default, then the prefix).
+#[must_use]
+pub fn heartbeat_topic(prefix: &str) -> String {
+    format!("__debezium-heartbeat.{prefix}")
+}
+
+/// Whether topic or registry subject `name` belongs to the capture with
+/// topic prefix `prefix`: its tables' and transaction topics
+/// (`<prefix>.…`) and its heartbeat topic ([`heartbeat_topic`]), with
+/// their subjects (`<topic>-key`, `<topic>-value`).
+#[must_use]
+pub fn owned_by(prefix: &str, name: &str) -> bool {
+    let heartbeat = heartbeat_topic(prefix);
+    name.strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with('.'))
+        || name
+            .strip_prefix(heartbeat.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest == "-key" || rest == "-value")
+}
+
 /// How events are encoded on the topics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -372,6 +393,27 @@ pub fn show_lsn(lsn: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capture_owns_its_topics_and_heartbeat_not_a_longer_prefix() {
+        for name in [
+            "lp_runs1.public.orders",
+            "lp_runs1.transaction",
+            "lp_runs1.public.orders-value",
+            "__debezium-heartbeat.lp_runs1",
+            "__debezium-heartbeat.lp_runs1-key",
+        ] {
+            assert!(owned_by("lp_runs1", name), "{name}");
+        }
+        for name in [
+            "lp_runs10.public.orders",
+            "__debezium-heartbeat.lp_runs10",
+            "__debezium-heartbeat.lp_runs1.x",
+            "lp_runs1",
+        ] {
+            assert!(!owned_by("lp_runs1", name), "{name}");
+        }
+    }
 
     #[test]
     fn names_carry_the_run_id_and_are_valid_identifiers() {

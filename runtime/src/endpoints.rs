@@ -231,8 +231,9 @@ impl Http {
 }
 
 /// Delete, soft then permanently (Confluent's two steps), every subject of
-/// `registry` whose name starts with `prefix.`: a seed's schemas
-/// (`lp_<run>.public.<table>-key/-value`). Returns how many.
+/// `registry` of the capture with topic prefix `prefix`: a seed's schemas
+/// (`lp_<run>.public.<table>-key/-value`, its heartbeat topic's:
+/// [`crate::debezium::owned_by`]). Returns how many.
 pub async fn delete_subjects(registry: &Http, prefix: &str) -> Result<usize> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -252,7 +253,7 @@ pub async fn delete_subjects(registry: &Http, prefix: &str) -> Result<usize> {
         .map_err(failed("list the registry's subjects".into()))?;
     let ours: Vec<&String> = subjects
         .iter()
-        .filter(|s| s.starts_with(&format!("{prefix}.")))
+        .filter(|s| crate::debezium::owned_by(prefix, s))
         .collect();
     for subject in &ours {
         let path = format!("/subjects/{}", urlencoding(subject));

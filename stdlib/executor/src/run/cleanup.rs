@@ -1,8 +1,10 @@
 //! The last step of a seed, on every path out of it: the connector, slot
-//! and publication removed, the topics, their schemas in the registry and
-//! the consumer groups deleted, the
-//! seed's source database and its namespaces dropped (both kept with
-//! `--keep` when the seed did not pass, for `lossproof reconcile --run`).
+//! and publication removed, the consumer groups deleted, the topics and
+//! their schemas in the registry deleted, the seed's source database and
+//! its namespaces dropped (the last four kept with `--keep` when the seed
+//! did not pass: `lossproof reconcile --run` scores it again, and the
+//! topics hold what capture delivered, each change event with its
+//! transaction; `lossproof clean --run` removes them).
 
 use std::collections::BTreeSet;
 
@@ -46,9 +48,9 @@ impl<'a> Traces<'a> {
     }
 }
 
-/// Remove what a seed created (its database and lake namespaces only
-/// with `drop_data`); what could not be removed, for the log (each step is
-/// tried regardless).
+/// Remove what a seed created (its topics, their schemas, its database and
+/// lake namespaces only with `drop_data`); what could not be removed, for
+/// the log (each step is tried regardless).
 pub(super) async fn cleanup(traces: &Traces<'_>, drop_data: bool) -> Vec<Error> {
     let Traces {
         stack,
@@ -94,15 +96,6 @@ pub(super) async fn cleanup(traces: &Traces<'_>, drop_data: bool) -> Vec<Error> 
             failed.push(e.into());
         }
     }
-    if let Err(e) = crate::workload::capture::delete_topics(kafka, &names.topic_prefix).await {
-        failed.push(e);
-    }
-    if let Err(e) =
-        lossproof_runtime::endpoints::delete_subjects(&endpoints.registry, &names.topic_prefix)
-            .await
-    {
-        failed.push(e.into());
-    }
     let groups: Vec<String> = consumers
         .iter()
         .map(|c| lossproof_consumers::group(c, names))
@@ -112,6 +105,15 @@ pub(super) async fn cleanup(traces: &Traces<'_>, drop_data: bool) -> Vec<Error> 
     }
     if !drop_data {
         return failed;
+    }
+    if let Err(e) = crate::workload::capture::delete_topics(kafka, &names.topic_prefix).await {
+        failed.push(e);
+    }
+    if let Err(e) =
+        lossproof_runtime::endpoints::delete_subjects(&endpoints.registry, &names.topic_prefix)
+            .await
+    {
+        failed.push(e.into());
     }
     if names.database != lossproof_runtime::stack::SOURCE_DATABASE
         && let Err(e) =
@@ -196,11 +198,14 @@ pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<
     for name in connect.names().await? {
         seeds.extend(name.strip_prefix(&connectors).map(str::to_owned));
     }
+    // `<prefix>s<seed>.…`, and Debezium's `__debezium-heartbeat.<prefix>s<seed>`.
+    let heartbeats = debezium::heartbeat_topic(&topics);
     for topic in crate::workload::capture::topic_names(&endpoints.kafka).await? {
         seeds.extend(
             topic
-                .strip_prefix(&topics)
-                .and_then(|rest| rest.split_once('.'))
+                .strip_prefix(&heartbeats)
+                .map(|seed| (seed, ""))
+                .or_else(|| topic.strip_prefix(&topics)?.split_once('.'))
                 .map(|(seed, _)| seed.to_owned()),
         );
     }

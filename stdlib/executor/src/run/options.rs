@@ -22,7 +22,7 @@ pub struct Options {
     pub consumers: Vec<String>,
     /// Prefix of every seed's run id (letters and digits).
     pub run_id: String,
-    /// Keep a failed seed's lake and write its diff.
+    /// Keep a failed seed's lake, source database and topics, and write its diff.
     pub keep: bool,
     /// Turns to `Some("SIGINT")`/`Some("SIGTERM")` when the run is told to
     /// stop: the seed under way stops, is cleaned up and is INVALID.

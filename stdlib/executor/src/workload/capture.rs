@@ -141,13 +141,14 @@ pub(crate) async fn topic_names(kafka: &Kafka) -> Result<Vec<String>> {
     .await?
 }
 
-/// Delete every topic whose name starts with `prefix.`.
+/// Delete every topic of the capture with topic prefix `prefix`
+/// ([`lossproof_runtime::debezium::owned_by`]: its heartbeat topic too).
 pub(crate) async fn delete_topics(kafka: &Kafka, prefix: &str) -> Result<()> {
     let admin = admin(kafka)?;
     let topics: Vec<String> = topic_names(kafka)
         .await?
         .into_iter()
-        .filter(|t| t.starts_with(&format!("{prefix}.")))
+        .filter(|t| lossproof_runtime::debezium::owned_by(prefix, t))
         .collect();
     if topics.is_empty() {
         return Ok(());
