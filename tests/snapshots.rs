@@ -298,3 +298,45 @@ fn a_change_log_is_followed_as_its_readers_fold_it() {
     let (_, positions) = checked(&source, log);
     assert_eq!(positions, vec![(true, 1), (true, 2)]);
 }
+
+/// A column the lake renamed in place (same field id, as the correct
+/// consumer renames) before the follower first read the table: the files
+/// written after the rename are read under the column's first name, as an
+/// Iceberg reader resolves it, never as lacking the column.
+#[test]
+fn a_column_renamed_before_the_first_look_is_read_by_its_field_id() {
+    use lossproof_runtime::lake::SchemaChange;
+    use lossproof_runtime::reconcile::canonical::{Layout, quoted};
+    use lossproof_runtime::reconcile::states::row_hash;
+    let (_state, rt, lake) = lake();
+    let log = rt.block_on(async {
+        let table = create_orders(&lake).await;
+        let table = append(&lake, &table, &[(1, "a")]).await;
+        let table = lake
+            .evolve_schema(&table, &[SchemaChange::rename("name", "label")])
+            .await
+            .expect("rename");
+        append(&lake, &table, &[(2, "b")]).await;
+        let mut follower = LakeFollower::new(LakeTables {
+            consumer: "c".to_owned(),
+            namespace: "s".to_owned(),
+            tables: vec![orders_source()],
+            changelogs: None,
+            not_checked: None,
+        });
+        follower.look(&lake, Instant::now()).await;
+        follower.finish()
+    });
+    assert_eq!(log.failed, None);
+    let layout = Layout::new(vec!["id", "name"], vec![0]);
+    let mut shown: Vec<(String, Shown)> = log.seen.iter().flat_map(|s| s.changes.clone()).collect();
+    shown.sort_by(|a, b| a.0.cmp(&b.0));
+    let row = |id: i64, name: &str| {
+        let values = [id.to_string(), quoted(name)];
+        (
+            layout.key(&values),
+            Shown::Row(row_hash(&layout.row(&values))),
+        )
+    };
+    assert_eq!(shown, vec![row(1, "a"), row(2, "b")]);
+}

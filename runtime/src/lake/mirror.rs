@@ -38,8 +38,10 @@ struct FileRows {
 pub struct Mirror {
     table: SourceTable,
     /// Each of `table`'s columns' Iceberg field id in the lake table, once
-    /// seen there under its name: files are read by field id, so a column
-    /// the lake renamed in place (as the source did) is still found.
+    /// seen there under its name (in the oldest of the table's schemas
+    /// that has it: [`first_field_id`]): files are read by field id, so a
+    /// column the lake renamed in place (as the source did) is still found,
+    /// even when the rename came before the mirror's first look.
     field_ids: Vec<Option<i32>>,
     files: HashMap<String, FileRows>,
     /// Each key's visible rows: (file, position).
@@ -120,6 +122,8 @@ impl Mirror {
         for ((name, _), id) in self.table.columns.iter().zip(&mut self.field_ids) {
             if let Some(field) = schema.field_by_name(name) {
                 *id = Some(field.id);
+            } else if id.is_none() {
+                *id = first_field_id(table, name);
             }
         }
         let live = history::live(table).await.map_err(|e| e.to_string())?;
@@ -208,10 +212,9 @@ impl Mirror {
         change: &FileChange,
         touched: &mut HashSet<Arc<str>>,
     ) -> Result<(), String> {
-        let schema = table.metadata().current_schema();
         for ((name, _), id) in self.table.columns.iter().zip(&mut self.field_ids) {
             if id.is_none() {
-                *id = schema.field_by_name(name).map(|f| f.id);
+                *id = first_field_id(table, name);
             }
         }
         let columns: Vec<&str> = self.table.columns.iter().map(|(n, _)| n.as_str()).collect();
@@ -375,6 +378,20 @@ impl Mirror {
         }
         Ok(())
     }
+}
+
+/// The field id of the column named `name` in the oldest of `table`'s
+/// schemas that has one: the column as it was named when the follower's
+/// tables were described, though the lake renamed it since (the current
+/// schema alone would not know the old name, and every file written after
+/// the rename would be read as lacking the column).
+fn first_field_id(table: &Table, name: &str) -> Option<i32> {
+    table
+        .metadata()
+        .schemas_iter()
+        .filter_map(|schema| Some((schema.schema_id(), schema.field_by_name(name)?.id)))
+        .min_by_key(|(schema, _)| *schema)
+        .map(|(_, id)| id)
 }
 
 /// A change log's snapshot: the events of the data files it added, folded
