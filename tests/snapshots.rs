@@ -43,7 +43,6 @@ async fn append(
 
 /// `s.orders (id bigint key, name text)`, empty.
 async fn create_orders(lake: &Lake) -> iceberg::table::Table {
-    let namespace = lake.ensure_namespace("s").await.expect("namespace");
     let schema = Schema::builder()
         .with_fields(vec![
             NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
@@ -52,14 +51,20 @@ async fn create_orders(lake: &Lake) -> iceberg::table::Table {
         .with_identifier_field_ids([1])
         .build()
         .expect("schema");
+    create(lake, "orders", schema).await
+}
+
+/// Table `s.<name>` of `schema`, empty.
+async fn create(lake: &Lake, name: &str, schema: Schema) -> iceberg::table::Table {
+    let namespace = lake.ensure_namespace("s").await.expect("namespace");
     let creation = TableCreation::builder()
-        .name("orders".to_owned())
+        .name(name.to_owned())
         .schema(schema)
         .build();
     lake.catalog()
         .create_table(&namespace, creation)
         .await
-        .expect("create s.orders")
+        .unwrap_or_else(|e| panic!("create s.{name}: {e}"))
 }
 
 /// A lake of its own (in a directory removed with the first value), and a
@@ -192,7 +197,6 @@ fn a_snapshot_expired_before_it_was_read_is_counted_unchecked() {
 /// `s.<name> (op, source, before, after)`, all text: a change log as
 /// Debezium-based sinks land one (`lake changelog`), empty.
 async fn create_change_log(lake: &Lake, name: &str) -> iceberg::table::Table {
-    let namespace = lake.ensure_namespace("s").await.expect("namespace");
     let fields: Vec<iceberg::spec::NestedFieldRef> = ["op", "source", "before", "after"]
         .iter()
         .zip(1..)
@@ -202,14 +206,7 @@ async fn create_change_log(lake: &Lake, name: &str) -> iceberg::table::Table {
         .with_fields(fields)
         .build()
         .expect("schema");
-    let creation = TableCreation::builder()
-        .name(name.to_owned())
-        .schema(schema)
-        .build();
-    lake.catalog()
-        .create_table(&namespace, creation)
-        .await
-        .expect("create the change log")
+    create(lake, name, schema).await
 }
 
 /// One change event as a change log holds it: (op, LSN, before, after).

@@ -201,13 +201,10 @@ pub async fn clean_run(stack: &Stack, run_id: &str) -> Result<(Vec<String>, Vec<
     // `<prefix>s<seed>.…`, and Debezium's `__debezium-heartbeat.<prefix>s<seed>`.
     let heartbeats = debezium::heartbeat_topic(&topics);
     for topic in crate::workload::capture::topic_names(&endpoints.kafka).await? {
-        seeds.extend(
-            topic
-                .strip_prefix(&heartbeats)
-                .map(|seed| (seed, ""))
-                .or_else(|| topic.strip_prefix(&topics)?.split_once('.'))
-                .map(|(seed, _)| seed.to_owned()),
-        );
+        let seed = topic
+            .strip_prefix(&heartbeats)
+            .or_else(|| Some(topic.strip_prefix(&topics)?.split_once('.')?.0));
+        seeds.extend(seed.map(str::to_owned));
     }
     let consumers: Vec<String> = lossproof_consumers::ALL
         .iter()
