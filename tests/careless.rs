@@ -724,6 +724,8 @@ pub(crate) struct Run {
     pub(crate) names: CaptureNames,
     pub(crate) source: tokio_postgres::Client,
     pub(crate) connect: ConnectClient,
+    /// The connector's configuration (to create it again).
+    pub(crate) config: serde_json::Value,
 }
 
 impl Run {
@@ -734,7 +736,7 @@ impl Run {
         let id = format!("{label}{}", std::process::id());
         let names = CaptureNames::for_run(&id);
         let connect = ConnectClient::local(ports.connect);
-        workload::capture(
+        let captured = workload::capture(
             &source,
             &connect,
             &lossproof_runtime::Endpoints::local(ports, state),
@@ -752,6 +754,7 @@ impl Run {
             names,
             source,
             connect,
+            config: captured.config,
         }
     }
 

@@ -65,6 +65,155 @@ fn correct_consumer_on_the_real_pipeline() {
     });
 }
 
+/// Orders written by the transaction [`resumed_inside_a_transaction`] stops
+/// the connector inside.
+const RESUMED_ORDERS: i64 = 150_000;
+
+/// A connector deleted and created again while it streams a large source
+/// transaction resumes inside it, and Debezium (3.1) begins the
+/// transaction again: a second BEGIN with the same id, the events after the
+/// resumption numbered from 1, an END that counts only those, so the first
+/// instance's events can satisfy its counts before the rest is read
+/// (`recreate-connector.lp`, seeds 3 and 11 on 2026-12-07: part of a
+/// transaction committed without the rest). The correct consumer commits
+/// the transaction whole: each table's rows of it in one snapshot.
+#[test]
+fn resumed_inside_a_transaction() {
+    let _serial = crate::support::heavy_test();
+    let (state, _guard) = up_own_stack("resumed");
+    let ports = Stack::open(&state).unwrap().ports().unwrap();
+    crate::lake::tokio().block_on(async {
+        let run = Run::start(&state, ports, "resumed").await;
+        // An order and its first item, 150,000 orders, its
+        // second item, the customer updated: every table before and after
+        // the cut.
+        let n = RESUMED_ORDERS;
+        run.source
+            .batch_execute(&format!(
+                "BEGIN;
+                 INSERT INTO customers (customer_id, name) VALUES (1, 'before');
+                 INSERT INTO orders (order_id, customer_id) VALUES (1, 1);
+                 INSERT INTO order_items (order_id, line_no) VALUES (1, 1);
+                 INSERT INTO orders (order_id, customer_id)
+                     SELECT g, 1 FROM generate_series(2, {n}) g;
+                 INSERT INTO order_items (order_id, line_no) VALUES (1, 2);
+                 UPDATE customers SET name = 'after' WHERE customer_id = 1;
+                 COMMIT;"
+            ))
+            .await
+            .unwrap();
+        let topics = run.topics();
+        let orders_topic = topics.iter().find(|t| t.ends_with(".orders")).unwrap();
+        let client = reader(&run);
+        let sent = || {
+            client
+                .fetch_watermarks(orders_topic, 0, Duration::from_secs(5))
+                .map_or(0, |(_, high)| high)
+        };
+        // Stop the connector inside it, three fifths of its orders sent:
+        // the first instance's events then meet every count of the second
+        // one's END.
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while sent() < n * 3 / 5 {
+            assert!(
+                Instant::now() < deadline,
+                "{} orders sent in a minute",
+                sent()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        run.connect.delete(&run.names.connector).await.unwrap();
+        let limit = Duration::from_mins(1);
+        debezium::start(&run.connect, &run.names, &run.config, &run.source, limit)
+            .await
+            .unwrap();
+        // Read from a backlog, as a consumer restarted behind its topics
+        // reads (one of the consumer's fetches reads at most 64 KiB of a
+        // partition): the END is read long before the orders it counts.
+        let deadline = Instant::now() + Duration::from_mins(3);
+        while sent() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} orders sent in 3 minutes",
+                sent()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let consumer = Consumer::spawn_kind(&state, &run.id, "correct", QUICK);
+        gate_correct(&run, &run.names, &consumer, Duration::from_mins(5)).await;
+
+        // What Debezium sent: the transaction begun twice, its END counting
+        // the orders after the resumption only.
+        let (begun, orders_counted) = transaction_markers(&run).await;
+        assert_eq!(
+            begun.values().filter(|n| **n == 2).count(),
+            1,
+            "one transaction begun twice (else the connector was not stopped inside it): {begun:?}"
+        );
+        let counted = orders_counted.unwrap();
+        assert!(
+            counted < u64::try_from(n).unwrap(),
+            "its END counts the orders sent after the resumption only: {counted}"
+        );
+
+        // What the correct consumer committed: each table's rows of the
+        // transaction in one snapshot.
+        let lake = Lake::open(&run.state).await.unwrap();
+        for (table, rows) in [("customers", 1), ("orders", n), ("order_items", 2)] {
+            assert_eq!(
+                added_records(&lake, &run, table).await,
+                [rows],
+                "{table}: the transaction in one commit; the consumer's log:\n{}",
+                consumer.log()
+            );
+        }
+        run.finish().await;
+    });
+}
+
+/// The transaction topic: how many BEGINs each transaction got, and the
+/// last END's count of `public.orders` events.
+async fn transaction_markers(run: &Run) -> (std::collections::HashMap<String, u32>, Option<u64>) {
+    let mut schemas = Schemas::new(&lossproof_runtime::profile::Http::plain(run.ports.registry));
+    let mut begun = std::collections::HashMap::<String, u32>::new();
+    let mut orders_counted = None;
+    for (_, value) in raw_records(run, &run.names.transaction_topic()) {
+        schemas.fetch_for(None, value.as_deref()).await.unwrap();
+        match change_event::decode_transaction(value.as_deref(), &|id| schemas.lookup(id)) {
+            Ok(change_event::TxMarker::Begin { id, .. }) => *begun.entry(id).or_default() += 1,
+            Ok(change_event::TxMarker::End { counts, .. }) => {
+                if let Some((_, count)) = counts.iter().find(|(t, _)| t == "public.orders") {
+                    orders_counted = Some(*count);
+                }
+            }
+            Err(e) => panic!("a transaction record: {e}"),
+        }
+    }
+    (begun, orders_counted)
+}
+
+/// The records each snapshot of the correct consumer's `table` added,
+/// oldest first, snapshots that added none left out.
+async fn added_records(lake: &Lake, run: &Run, table: &str) -> Vec<i64> {
+    let ident =
+        iceberg::TableIdent::new(iceberg::NamespaceIdent::new(namespace(run)), table.into());
+    let loaded = iceberg::Catalog::load_table(lake.catalog(), &ident)
+        .await
+        .unwrap();
+    loaded
+        .metadata()
+        .snapshots()
+        .filter_map(|s| {
+            s.summary()
+                .additional_properties
+                .get("added-records")?
+                .parse()
+                .ok()
+        })
+        .filter(|added| *added > 0)
+        .collect()
+}
+
 /// Start the workload in the background (seeded, `seconds` long).
 fn load(run: &Run, seed: u64, seconds: u64) -> tokio::task::JoinHandle<workload::WorkloadReport> {
     let source = lossproof_runtime::profile::Source::local(run.ports.source_postgres);
@@ -386,9 +535,8 @@ async fn refuses_what_it_cannot_trust(state: &Path, run: &Run) {
     );
 }
 
-/// Every record of `topic` (key, value, decoded).
-async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>, ChangeRecord)> {
-    let client: BaseConsumer = rdkafka::ClientConfig::new()
+fn reader(run: &Run) -> BaseConsumer {
+    rdkafka::ClientConfig::new()
         .set(
             "bootstrap.servers",
             format!("127.0.0.1:{}", run.ports.broker),
@@ -396,7 +544,12 @@ async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>
         .set("group.id", "lossproof-test-reader")
         .set("enable.auto.commit", "false")
         .create()
-        .unwrap();
+        .unwrap()
+}
+
+/// Every record of `topic`'s partition 0 (key, value).
+fn raw_records(run: &Run, topic: &str) -> Vec<Raw> {
+    let client = reader(run);
     let (_, end) = client
         .fetch_watermarks(topic, 0, Duration::from_secs(5))
         .unwrap();
@@ -411,6 +564,12 @@ async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>
             raw.push((m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec)));
         }
     }
+    raw
+}
+
+/// Every record of `topic` (key, value, decoded).
+async fn records(run: &Run, topic: &str) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>, ChangeRecord)> {
+    let raw = raw_records(run, topic);
     let mut schemas = Schemas::new(&lossproof_runtime::profile::Http::plain(run.ports.registry));
     let mut out = Vec::new();
     for (key, value) in raw {

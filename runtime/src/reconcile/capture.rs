@@ -74,11 +74,17 @@ pub struct Capture {
 }
 
 /// The keys of `wanted` (table → keys) whose last source change has no
-/// change event in the table's topic, and when there are some, every
-/// change of any key that has none. `commits`: each followed
-/// transaction's commit LSN ([`super::source::commit_order`]). Each topic
-/// is read from its start to its end now (twice when something was lost),
-/// within `limit` in all.
+/// change event in the table's topic, and when there are some, or when
+/// `every_key` asks for it, every change of any key that has none.
+/// `commits`: each followed transaction's commit LSN
+/// ([`super::source::commit_order`]). Each topic is read from its start to
+/// its end now (twice when something was lost and not `every_key`), within
+/// `limit` in all.
+///
+/// `every_key` is for the snapshot check: a change capture lost in the
+/// middle of a key's history (a recreated connector resuming past a
+/// transaction whose key was changed again later) leaves no damage at the
+/// end, but every lake state in between shows it.
 ///
 /// # Errors
 /// When the history or a topic cannot be read (within `limit`).
@@ -88,6 +94,7 @@ pub async fn check(
     topics: &Topics<'_>,
     commits: &HashMap<i64, u64>,
     wanted: &HashMap<String, HashSet<String>>,
+    every_key: bool,
     limit: Duration,
 ) -> Result<Capture, Error> {
     let mut reader = Reader {
@@ -98,10 +105,23 @@ pub async fn check(
     };
     let mut out = Capture::default();
     for (table, topic) in topics.tables {
-        let Some(keys) = wanted.get(&table.name).filter(|k| !k.is_empty()) else {
+        let keys = wanted.get(&table.name).filter(|k| !k.is_empty());
+        if keys.is_none() && !every_key {
             continue;
-        };
-        for (key, changes) in reader.changes(client, table, topic, Some(keys)).await? {
+        }
+        let read = if every_key { None } else { keys };
+        for (key, changes) in reader.changes(client, table, topic, read).await? {
+            if every_key {
+                for (xid, _, delivered) in &changes {
+                    if !delivered {
+                        out.undelivered
+                            .insert((table.name.clone(), key.clone(), *xid));
+                    }
+                }
+            }
+            if !keys.is_some_and(|keys| keys.contains(&key)) {
+                continue;
+            }
             let Some(&(xid, deleted, delivered)) = changes.last() else {
                 continue;
             };
@@ -117,11 +137,11 @@ pub async fn check(
             }
         }
     }
-    if out.lost.is_empty() {
-        return Ok(out);
-    }
     out.lost
         .sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
+    if out.lost.is_empty() || every_key {
+        return Ok(out);
+    }
     for (table, topic) in topics.tables {
         for (key, changes) in reader.changes(client, table, topic, None).await? {
             for (xid, _, delivered) in changes {

@@ -442,8 +442,8 @@ pub async fn run(
             None => records,
             Some(gate) => {
                 gate.push(records);
-                if gate.wants_snapshot_ends() {
-                    gate.snapshot_ends(partition_ends(&consumer, &ends)?);
+                if gate.wants_ends() {
+                    gate.ends(&partition_ends(&consumer, &ends)?);
                 }
                 let mut ready = std::mem::take(&mut carried);
                 ready.extend(gate.ready());

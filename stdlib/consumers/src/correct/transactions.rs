@@ -26,10 +26,21 @@
 //! released since, it belongs to one already applied, and passes (the apply
 //! step finds it not newer).
 //!
+//! A connector stopped inside a transaction's events (deleted and created
+//! again, its task restarted) resumes inside it, and Debezium then begins
+//! the transaction again: a second BEGIN with the same id, its events
+//! numbered from 1 again, and an END that counts only the events sent after
+//! the resumption (measured: `recreate-connector.lp`, docs/consumers.md).
+//! Counts and `total_order`s no longer tell the events apart, so such a
+//! *resumed* transaction is complete once its END was read and every
+//! partition was then read to the end it had when the END was read
+//! ([`Gate::ends`]): the connector sends a transaction's events before its
+//! END.
+//!
 //! A blocking snapshot's reads (the connector's initial snapshot) belong to
 //! no transaction: they are the source at the snapshot's start, one state.
 //! They are held until the read marked `last` arrived and every partition
-//! was read to the end it had then ([`Gate::snapshot_ends`]): the whole
+//! was read to the end it had then ([`Gate::ends`]): the whole
 //! snapshot in one commit. Bounded: past [`MAX_HELD`] records held, the
 //! oldest incomplete transaction (or the snapshot) is released as it is
 //! (logged, counted).
@@ -93,6 +104,11 @@ enum Snapshot {
 #[derive(Debug, Default)]
 struct Pending {
     begun: bool,
+    /// A second BEGIN came: the connector resumed inside it (module doc).
+    resumed: bool,
+    /// For a resumed transaction: the end of every partition, taken after
+    /// its END was read.
+    ends: Option<HashMap<Partition, i64>>,
     /// Its END's counts per table this consumer writes.
     counts: Option<Vec<(String, u64)>>,
     /// The `total_order`s received, per table.
@@ -101,13 +117,33 @@ struct Pending {
 }
 
 impl Pending {
-    fn complete(&self) -> bool {
-        self.counts.as_ref().is_some_and(|counts| {
+    /// Whether every event of it was read (`read_to`: the next offset to
+    /// read, per partition).
+    fn complete(&self, read_to: &HashMap<Partition, i64>) -> bool {
+        let counted = self.counts.as_ref().is_some_and(|counts| {
             counts
                 .iter()
                 .all(|(table, n)| self.seen.get(table).map_or(0, HashSet::len) as u64 >= *n)
-        })
+        });
+        counted
+            && (!self.resumed
+                || self
+                    .ends
+                    .as_ref()
+                    .is_some_and(|ends| read_past(read_to, ends)))
     }
+
+    /// A resumed transaction whose END was read waits for the ends of
+    /// every partition.
+    fn wants_ends(&self) -> bool {
+        self.resumed && self.counts.is_some() && self.ends.is_none()
+    }
+}
+
+/// Whether every partition in `ends` was read to its end there.
+fn read_past(read_to: &HashMap<Partition, i64>, ends: &HashMap<Partition, i64>) -> bool {
+    ends.iter()
+        .all(|(p, end)| read_to.get(p).copied().unwrap_or(0) >= *end)
 }
 
 /// Holds records until their transaction is complete (see the module doc).
@@ -186,25 +222,35 @@ impl<R: Gated> Gate<R> {
         self
     }
 
-    /// Whether the snapshot's last read arrived and the gate needs the end
-    /// of every partition at this moment ([`Gate::snapshot_ends`]).
+    /// Whether the gate needs the end of every partition at this moment
+    /// ([`Gate::ends`]): the snapshot's last read arrived, or the END of a
+    /// resumed transaction.
     #[must_use]
-    pub fn wants_snapshot_ends(&self) -> bool {
-        self.snapshot == Snapshot::LastSeen
+    pub fn wants_ends(&self) -> bool {
+        self.snapshot == Snapshot::LastSeen || self.pending.values().any(Pending::wants_ends)
     }
 
-    /// The end (next offset) of every partition read, taken after the
-    /// snapshot's last read arrived: every read of the snapshot is before
-    /// it.
-    pub fn snapshot_ends(&mut self, ends: HashMap<Partition, i64>) {
-        self.snapshot = Snapshot::Ends(ends);
+    /// The end (next offset) of every partition read, taken after what
+    /// [`Gate::wants_ends`] waited for was read: every read of the snapshot,
+    /// every event of the resumed transaction, is before it.
+    pub fn ends(&mut self, ends: &HashMap<Partition, i64>) {
+        if self.snapshot == Snapshot::LastSeen {
+            self.snapshot = Snapshot::Ends(ends.clone());
+        }
+        for pending in self.pending.values_mut().filter(|p| p.wants_ends()) {
+            pending.ends = Some(ends.clone());
+        }
+    }
+
+    fn complete(&self, id: &str) -> bool {
+        self.pending
+            .get(id)
+            .is_some_and(|p| p.complete(&self.read_to))
     }
 
     fn snapshot_complete(&mut self) -> bool {
         if let Snapshot::Ends(ends) = &self.snapshot
-            && ends
-                .iter()
-                .all(|(p, end)| self.read_to.get(p).copied().unwrap_or(0) >= *end)
+            && read_past(&self.read_to, ends)
         {
             self.snapshot = Snapshot::Done;
             self.resnapshot = None;
@@ -279,7 +325,11 @@ impl<R: Gated> Gate<R> {
             }
             match record.part() {
                 Part::Marker(TxMarker::Begin { id, .. }) => {
-                    self.pending.entry(id.clone()).or_default().begun = true;
+                    if !self.released.contains(id) {
+                        let pending = self.pending.entry(id.clone()).or_default();
+                        pending.resumed |= pending.begun;
+                        pending.begun = true;
+                    }
                 }
                 Part::Marker(TxMarker::End { id, counts, .. }) => {
                     let read: HashSet<&String> = self.tables.values().collect();
@@ -329,7 +379,7 @@ impl<R: Gated> Gate<R> {
                         let cut: Vec<String> = self
                             .pending
                             .iter()
-                            .filter(|(_, p)| !p.complete())
+                            .filter(|(_, p)| !p.complete(&self.read_to))
                             .map(|(id, _)| id.clone())
                             .collect();
                         for id in cut {
@@ -379,12 +429,11 @@ impl<R: Gated> Gate<R> {
                         self.copies.contains(&lsn) || self.snapshot_complete()
                     }
                     Part::Marker(TxMarker::Begin { id, .. }) => {
-                        self.released.contains(id)
-                            || self.pending.get(id).is_some_and(Pending::complete)
+                        self.released.contains(id) || self.complete(id)
                     }
                     Part::Marker(TxMarker::End { id, .. }) => {
                         let id = id.clone();
-                        if self.pending.get(&id).is_some_and(Pending::complete) {
+                        if self.complete(&id) {
                             self.release(&id);
                         }
                         self.released.contains(&id)
@@ -495,7 +544,9 @@ mod tests {
 
     #[derive(Debug, Clone, PartialEq)]
     enum R {
-        Change(&'static str, &'static str, u64, u64),
+        /// A change event: table, transaction, total order, sequence[0],
+        /// offset.
+        Change(&'static str, &'static str, u64, u64, i64),
         Marker(TxMarker),
         Free(&'static str),
         /// A snapshot read: first?, last?, offset.
@@ -508,13 +559,13 @@ mod tests {
         }
         fn offset(&self) -> i64 {
             match self.1 {
-                R::Snap(_, _, offset) => offset,
+                R::Snap(_, _, offset) | R::Change(.., offset) => offset,
                 _ => 0,
             }
         }
         fn part(&self) -> Part<'_> {
             match &self.1 {
-                R::Change(_, tx, order, lsn) => Part::Change {
+                R::Change(_, tx, order, lsn, _) => Part::Change {
                     tx,
                     total_order: *order,
                     last_commit_lsn: Some(*lsn),
@@ -535,7 +586,17 @@ mod tests {
     }
 
     fn change(table: &'static str, tx: &'static str, order: u64, lsn: u64) -> (Partition, R) {
-        (topic(table), R::Change(table, tx, order, lsn))
+        change_at(table, tx, order, lsn, 0)
+    }
+
+    fn change_at(
+        table: &'static str,
+        tx: &'static str,
+        order: u64,
+        lsn: u64,
+        offset: i64,
+    ) -> (Partition, R) {
+        (topic(table), R::Change(table, tx, order, lsn, offset))
     }
 
     fn begin(tx: &str) -> (Partition, R) {
@@ -572,7 +633,7 @@ mod tests {
     fn changes(out: &[(Partition, R)]) -> Vec<(&'static str, &'static str, u64)> {
         out.iter()
             .filter_map(|(_, r)| match r {
-                R::Change(t, tx, o, _) => Some((*t, *tx, *o)),
+                R::Change(t, tx, o, ..) => Some((*t, *tx, *o)),
                 _ => None,
             })
             .collect()
@@ -599,6 +660,43 @@ mod tests {
             vec![("items", "t1", 2), ("items", "t1", 3), ("orders", "t1", 1)]
         );
         assert_eq!(out.len(), 5, "BEGIN and END released too");
+        assert_eq!(g.held(), 0);
+    }
+
+    #[test]
+    fn a_transaction_a_resumed_connector_began_again_waits_for_every_partition() {
+        // The connector was stopped after t1's order and first two items
+        // (total order 1-3); the new one begins t1 again and numbers the
+        // last two items 1 and 2, its END counting those two only
+        // (recreate-connector.lp, seed 11).
+        let mut g = gate();
+        g.push([
+            begin("t1"),
+            change_at("orders", "t1", 1, 10, 0),
+            change_at("items", "t1", 2, 10, 0),
+            change_at("items", "t1", 3, 10, 1),
+            begin("t1"),
+            end("t1", &[("items", 2)]),
+        ]);
+        assert!(
+            changes(&g.ready()).is_empty(),
+            "two items were read, but not the two the END counts"
+        );
+        assert!(g.wants_ends());
+        g.ends(&HashMap::from([
+            (("p.transaction".to_owned(), 0), 1),
+            (topic("orders"), 1),
+            (topic("items"), 4),
+        ]));
+        assert!(!g.wants_ends());
+        g.push([change_at("items", "t1", 1, 10, 2)]);
+        assert!(changes(&g.ready()).is_empty(), "one item still unread");
+        g.push([change_at("items", "t1", 2, 10, 3)]);
+        assert_eq!(
+            changes(&g.ready()).len(),
+            5,
+            "the whole transaction at once"
+        );
         assert_eq!(g.held(), 0);
     }
 
@@ -695,9 +793,9 @@ mod tests {
             changes(&g.ready()).is_empty(),
             "t1 waits behind the snapshot"
         );
-        assert!(g.wants_snapshot_ends());
-        g.snapshot_ends(HashMap::from([(topic("orders"), 2), (topic("items"), 1)]));
-        assert!(!g.wants_snapshot_ends());
+        assert!(g.wants_ends());
+        g.ends(&HashMap::from([(topic("orders"), 2), (topic("items"), 1)]));
+        assert!(!g.wants_ends());
         assert!(g.ready().iter().all(|(p, _)| p.0 == "p.transaction"));
         // The second read of orders, written before the last one.
         g.push([(topic("orders"), R::Snap(false, false, 1))]);
@@ -730,7 +828,7 @@ mod tests {
         );
         g.push([(topic("items"), R::Snap(false, true, 6))]);
         assert!(g.ready().iter().all(|(_, r)| !matches!(r, R::Snap(..))));
-        g.snapshot_ends(HashMap::from([(topic("orders"), 2), (topic("items"), 2)]));
+        g.ends(&HashMap::from([(topic("orders"), 2), (topic("items"), 2)]));
         // One release: t1's changes, then the snapshot's reads after them.
         let out = g.ready();
         assert_eq!(changes(&out), vec![("items", "t1", 2), ("orders", "t1", 1)]);
@@ -747,7 +845,7 @@ mod tests {
         let mut g = gate();
         g.push([(topic("orders"), R::Snap(true, false, 0))]);
         assert!(g.ready().is_empty());
-        assert!(!g.wants_snapshot_ends());
+        assert!(!g.wants_ends());
         g.push([(
             ("p.transaction".to_owned(), 0),
             R::Marker(TxMarker::Begin {
@@ -755,7 +853,7 @@ mod tests {
                 lsn: Some(5),
             }),
         )]);
-        assert!(g.wants_snapshot_ends());
+        assert!(g.wants_ends());
     }
 
     #[test]

@@ -33,7 +33,17 @@ pub(super) async fn score(
     // The source's commit order, read once (reading releases it): for the
     // capture check and the snapshots' check.
     let order = reconcile::source::commit_order(&seed.source, &crate::snapshots::slot(names)).await;
-    let capture = charge_capture(seed, &tables, order.as_ref().ok(), &mut scored, record).await;
+    // Every key's undelivered changes when snapshots were followed: the
+    // snapshot check leaves them out of the source's history.
+    let every_key = !followed.logs.is_empty();
+    let capture = charge_capture(
+        seed,
+        (&tables, every_key),
+        order.as_ref().ok(),
+        &mut scored,
+        record,
+    )
+    .await;
     let blamed = blame(
         record,
         plan,
@@ -124,10 +134,11 @@ fn blame(
 /// consumer's. A check that cannot run leaves the damage charged to the
 /// consumers, with the reason in `capture_note`. The check's findings
 /// (empty when it did not run): what the snapshot check leaves out of the
-/// source's history, and each damaged key's last change, for blame.
+/// source's history (every key's, with `every_key`), and each damaged
+/// key's last change, for blame.
 async fn charge_capture(
     seed: &Seed<'_>,
-    tables: &[&str],
+    (tables, every_key): (&[&str], bool),
     order: Option<&Vec<reconcile::source::Commit>>,
     scored: &mut reconcile::Reconciliation,
     record: &mut SeedRecord,
@@ -139,7 +150,7 @@ async fn charge_capture(
             .or_default()
             .insert(row.key.clone());
     }
-    if wanted.is_empty() {
+    if wanted.is_empty() && !every_key {
         return Capture::default();
     }
     let Some(order) = order else {
@@ -164,7 +175,12 @@ async fn charge_capture(
             &topics,
             &commits,
             &wanted,
-            CAPTURE_CHECK_LIMIT,
+            every_key,
+            if every_key {
+                CAPTURE_CHECK_EVERY_KEY_LIMIT
+            } else {
+                CAPTURE_CHECK_LIMIT
+            },
         )
         .await
     }
@@ -222,6 +238,10 @@ fn renames(seed: &Seed<'_>, record: &SeedRecord) -> Vec<reconcile::source::Renam
 /// How long the capture check may take to read the topics of the tables
 /// with damaged keys to their ends.
 const CAPTURE_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_mins(2);
+
+/// How long the capture check may take to read every topic to its end for
+/// every key's changes (`at-size.lp`'s million-row snapshot included).
+const CAPTURE_CHECK_EVERY_KEY_LIMIT: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// Check every lake state the follower read against the source's states
 /// (`crate::snapshots`) into the record. A check that could not run (the
