@@ -2103,3 +2103,48 @@ fn pyiceberg_reads_every_commit_kind_but_equality_deletes() {
     let seen: HashSet<i64> = ours.iter().map(|r| r.id).collect();
     assert_eq!(seen.len(), ours.len());
 }
+
+/// A deletion vector (Iceberg v3's position deletes: a blob in a Puffin
+/// file), which iceberg-rust 0.10.1 cannot read, is refused with the
+/// file's name and the reason, never read as if it deleted nothing (which
+/// would count its deleted rows as live). Committed as a sink writing one
+/// would (a delete entry pointing at a Puffin blob of a data file); the
+/// reader refuses it before opening it. The reconciler's scan and the
+/// compaction read through the same step (`runtime/src/lake/read.rs`).
+#[test]
+fn a_deletion_vector_is_refused_by_name() {
+    let state = tempfile::tempdir().expect("temp state dir");
+    tokio().block_on(async {
+        let lake = Lake::open(state.path()).await.expect("lake");
+        let table = create(&lake, "vectors").await;
+        let table = append(&lake, &table, &rows(1..=3, "a")).await;
+        let data = live_files(&table).await.remove(0).path;
+        let vector_path = format!("{}/data/00001-dv.puffin", table.metadata().location());
+        let vector = iceberg::spec::DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path(vector_path.clone())
+            .file_format(iceberg::spec::DataFileFormat::Puffin)
+            .partition_spec_id(table.metadata().default_partition_spec_id())
+            .record_count(1)
+            .file_size_in_bytes(64)
+            .referenced_data_file(Some(data))
+            .content_offset(Some(4))
+            .content_size_in_bytes(Some(40))
+            .build()
+            .expect("a deletion vector's entry");
+        let table = lake
+            .commit(&table, Commit::row_delta(vec![vector]))
+            .await
+            .expect("commit");
+        let why = lake::read::visible_rows(&table)
+            .await
+            .expect_err("a deletion vector is refused")
+            .to_string();
+        assert!(
+            why.contains(&vector_path)
+                && why.contains("deletion vector")
+                && why.contains("refusing"),
+            "names the file and the reason: {why}"
+        );
+    });
+}
