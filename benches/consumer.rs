@@ -287,6 +287,7 @@ async fn pair(
         linger: Duration::from_millis(200),
         stop_after: None,
         until_end: true,
+        max_held: lossproof_consumers::correct::transactions::MAX_HELD,
         failpoint: None,
         messages: consumer::Messages::none(),
     };
@@ -660,6 +661,7 @@ impl Size {
             linger: Duration::from_millis(200),
             stop_after: None,
             until_end: true,
+            max_held: lossproof_consumers::correct::transactions::MAX_HELD,
             failpoint: None,
             messages: consumer::Messages::none(),
         };

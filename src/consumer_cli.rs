@@ -126,7 +126,12 @@ pub(crate) fn careless(
 pub(crate) const FATAL_EXIT: i32 = 3;
 
 /// `lossproof consumer correct`.
-pub(crate) fn correct(common: &Common, rebuild: bool, failpoint: Option<&str>) -> CliResult<bool> {
+pub(crate) fn correct(
+    common: &Common,
+    max_held: usize,
+    rebuild: bool,
+    failpoint: Option<&str>,
+) -> CliResult<bool> {
     let started = common.start()?;
     let names = &started.names;
     let failpoint = failpoint
@@ -146,6 +151,7 @@ pub(crate) fn correct(common: &Common, rebuild: bool, failpoint: Option<&str>) -
         group: lossproof_consumers::group("correct", names),
         batch_max: common.batch,
         linger: Duration::from_millis(common.linger_ms),
+        max_held,
         stop_after: None,
         until_end: false,
         failpoint,

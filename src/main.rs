@@ -527,12 +527,18 @@ enum ConsumerKind {
     },
     /// Exactly-once: offsets in the same Iceberg commit as the rows, resumes
     /// from the lake, applies by source commit order per key, remembers
-    /// deletes, copy-on-write, evolves the schema, dead-letters junk,
-    /// retries conflicts (docs/consumers.md). Exit 3: stopped on a change it
-    /// must not guess at (a schema change Iceberg cannot express).
+    /// deletes, merge-on-read, commits at source transaction boundaries,
+    /// evolves the schema, dead-letters junk, retries conflicts
+    /// (docs/consumers.md). Exit 3: stopped on a change it must not guess at
+    /// (a schema change Iceberg cannot express).
     Correct {
         #[command(flatten)]
         common: consumer_cli::Common,
+        /// Records held at most while a source transaction or the initial
+        /// snapshot is incomplete; a larger snapshot is staged in parts on a
+        /// branch and published whole (docs/consumers.md, "Transactions").
+        #[arg(long, default_value_t = lossproof_consumers::correct::transactions::MAX_HELD)]
+        max_held: usize,
         /// Rebuild every table from the beginning of the topics into new
         /// tables, then swap them in atomically (stop the running consumer
         /// first); exits when the rebuild reached the topics' ends.
@@ -629,11 +635,13 @@ fn main() -> ExitCode {
             kind:
                 ConsumerKind::Correct {
                     common,
+                    max_held,
                     rebuild,
                     failpoint,
                 },
         } => consumer_cli::correct(
             &common,
+            max_held,
             rebuild,
             failpoint
                 .or_else(|| std::env::var("LOSSPROOF_FAILPOINT").ok())

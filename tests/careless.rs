@@ -730,6 +730,22 @@ pub(crate) struct Run {
 
 impl Run {
     pub(crate) async fn start(state: &Path, ports: Ports, label: &str) -> Self {
+        Self::start_with(
+            state,
+            ports,
+            label,
+            workload::Capture::plain(Duration::from_mins(1)),
+        )
+        .await
+    }
+
+    /// [`Run::start`], captured as `how` says (a preload, partitions).
+    pub(crate) async fn start_with(
+        state: &Path,
+        ports: Ports,
+        label: &str,
+        how: workload::Capture,
+    ) -> Self {
         let source = lossproof_runtime::postgres::connect(ports.source_postgres, DATABASE)
             .await
             .unwrap();
@@ -742,7 +758,7 @@ impl Run {
             &lossproof_runtime::Endpoints::local(ports, state),
             &names,
             orders(),
-            &workload::Capture::plain(Duration::from_mins(1)),
+            &how,
             &|_| {},
         )
         .await

@@ -171,6 +171,93 @@ fn resumed_inside_a_transaction() {
     });
 }
 
+/// A connector's initial snapshot larger than the correct consumer holds
+/// (`--max-held`; a preload of a million rows at the default) is committed
+/// in parts on a branch readers of the lake do not see, and published on
+/// `main` whole, every table in one catalog commit. A consumer killed
+/// between two parts starts again from `main`: the parts staged are
+/// dropped and read again.
+#[test]
+fn a_snapshot_too_large_to_hold_is_published_whole() {
+    let _serial = crate::support::heavy_test();
+    let (state, _guard) = up_own_stack("staged");
+    let ports = Stack::open(&state).unwrap().ports().unwrap();
+    crate::lake::tokio().block_on(async {
+        let how = workload::Capture {
+            preload: Some((20_000, 1)),
+            ..workload::Capture::plain(Duration::from_mins(1))
+        };
+        let run = Run::start_with(&state, ports, "staged", how).await;
+        let args = ["--batch", "500", "--linger-ms", "100", "--max-held", "5000"];
+        let mut first = Consumer::spawn_kind(&state, &run.id, "correct", &args);
+        let lake = Lake::open(&run.state).await.unwrap();
+        let ident = |table: &str| {
+            iceberg::TableIdent::new(iceberg::NamespaceIdent::new(namespace(&run)), table.into())
+        };
+        let load = |table: &str| {
+            let ident = ident(table);
+            let lake = &lake;
+            async move {
+                iceberg::Catalog::load_table(lake.catalog(), &ident)
+                    .await
+                    .ok()
+            }
+        };
+        // Killed once a part was staged, before the last.
+        let deadline = Instant::now() + Duration::from_mins(2);
+        loop {
+            let state_table = load(lossproof_consumers::correct::state::STATE_TABLE).await;
+            if state_table
+                .as_ref()
+                .is_some_and(lossproof_consumers::correct::state::has_staged)
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no part staged in 2 minutes; the consumer's log:\n{}",
+                first.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        first.sigkill();
+        let orders_table = load("orders").await.unwrap();
+        assert_eq!(
+            lossproof_consumers::correct::state::live_rows(&orders_table),
+            0,
+            "readers see none of a part"
+        );
+        let consumer = Consumer::spawn_kind(&state, &run.id, "correct", &args);
+        gate_correct(&run, &run.names, &consumer, Duration::from_mins(5)).await;
+        let log = consumer.log();
+        assert!(
+            log.contains("never published dropped") && log.contains("published with it"),
+            "the restart dropped the staged parts and published the snapshot; its log:\n{log}"
+        );
+        // Every table's first snapshot on main adds all of its rows: the
+        // parts are not in main's history.
+        for table in orders().table_names() {
+            let loaded = load(table).await.unwrap();
+            assert!(!lossproof_consumers::correct::state::has_staged(&loaded));
+            let history = lossproof_runtime::lake::history::since(&loaded, -1).unwrap();
+            let first = loaded.metadata().snapshot_by_id(history[0]).unwrap();
+            let count: i64 = run
+                .source
+                .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(
+                first.summary().additional_properties["added-records"],
+                count.to_string(),
+                "{table}: the snapshot published whole, in main's first snapshot"
+            );
+        }
+        assert_exact(&reconcile_correct(&run).await, "a snapshot staged in parts");
+        run.finish().await;
+    });
+}
+
 /// The transaction topic: how many BEGINs each transaction got, and the
 /// last END's count of `public.orders` events.
 async fn transaction_markers(run: &Run) -> (std::collections::HashMap<String, u32>, Option<u64>) {

@@ -2148,3 +2148,80 @@ fn a_deletion_vector_is_refused_by_name() {
         );
     });
 }
+
+/// Write-audit-publish, as the correct consumer stages a snapshot too large
+/// to commit whole: commits on a branch leave `main` (what readers scan) as
+/// it was; publishing moves `main` past all of them at once, in ONE
+/// snapshot that adds every file the branch added (the branch's snapshots
+/// never in `main`'s history). A branch dropped unpublished leaves `main`
+/// untouched; publishing after `main` moved is refused.
+#[test]
+fn commits_staged_on_a_branch_are_published_at_once() {
+    let state = tempfile::tempdir().expect("temp state dir");
+    tokio().block_on(async {
+        let lake = Lake::open(state.path()).await.expect("lake");
+        let table = create(&lake, "staged").await;
+        let table = append(&lake, &table, &rows(1..=2, "main")).await;
+        let before = table.metadata().current_snapshot_id().expect("a snapshot");
+        let mut staged = table;
+        for part in 1..=3 {
+            staged = stage(&lake, &staged, &rows(part * 10..=part * 10 + 2, "part")).await;
+            assert_eq!(
+                scan(&lake, "staged").await,
+                rows(1..=2, "main"),
+                "main as it was"
+            );
+        }
+        let published = commit(
+            &lake,
+            &staged,
+            Commit::append(Vec::new()).publishing("stage"),
+        )
+        .await;
+        assert!(published.metadata().snapshot_for_ref("stage").is_none());
+        let mut all = rows(1..=2, "main");
+        for part in 1..=3 {
+            all.extend(rows(part * 10..=part * 10 + 2, "part"));
+        }
+        assert_eq!(scan(&lake, "staged").await, sorted(all.clone()));
+        let since = lake::history::since(&published, before).expect("main's history");
+        assert_eq!(since.len(), 1, "one snapshot on main: {since:?}");
+        let added = lake::history::added_files(&published, since[0])
+            .await
+            .expect("its files");
+        assert_eq!(added.len(), 3, "it adds the three parts' files");
+        assert_eq!(summary(&published, "added-records").as_deref(), Some("9"));
+
+        // Main moved since the branch left it: refused, nothing lost.
+        let branched = stage(&lake, &published, &rows(50..=50, "y")).await;
+        let moved = append(&lake, &branched, &rows(60..=60, "main")).await;
+        all.extend(rows(60..=60, "main"));
+        let refused = lake
+            .commit(&moved, Commit::append(Vec::new()).publishing("stage"))
+            .await
+            .expect_err("main moved since the branch left it");
+        assert!(refused.is_conflict(), "{refused}");
+        let published = lake
+            .drop_branch(&moved, "stage")
+            .await
+            .expect("drop the branch");
+
+        let again = stage(&lake, &published, &rows(99..=99, "x")).await;
+        let dropped = lake
+            .drop_branch(&again, "stage")
+            .await
+            .expect("drop the branch");
+        assert!(dropped.metadata().snapshot_for_ref("stage").is_none());
+        assert_eq!(scan(&lake, "staged").await, sorted(all));
+    });
+}
+
+/// Append `rows` to `table` on branch `stage`.
+async fn stage(lake: &Lake, table: &Table, rows: &[Row]) -> Table {
+    let files = write_data_files(table, vec![batch(table, rows)])
+        .await
+        .expect("write");
+    lake.commit(table, Commit::append(files).on_branch("stage"))
+        .await
+        .expect("a commit on the branch")
+}

@@ -69,10 +69,11 @@ pub mod rest;
 mod schema;
 mod sql;
 
-pub use commit::{Commit, CommitError, MERGE_FULL_ENTRIES, MERGE_MIN_COUNT};
+pub use commit::{Commit, CommitError, MERGE_FULL_ENTRIES, MERGE_MIN_COUNT, head};
 pub use compact::{CARRIED_PREFIX, Compacted, LiveFile, ident, live_files};
 pub use maintenance::{
-    Expired, MaintenanceError, OrphanFiles, Retain, latest_properties, latest_property,
+    Expired, MaintenanceError, OrphanFiles, Retain, latest_properties, latest_properties_on,
+    latest_property,
 };
 pub use read::ReadError;
 pub use schema::{SchemaChange, SchemaError, check_evolution, check_promotion};

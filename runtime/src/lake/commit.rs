@@ -61,6 +61,30 @@ pub struct Commit {
     keep_snapshots: Option<usize>,
     /// The snapshot's timestamp (ms since the epoch); now when `None`.
     timestamp_ms: Option<i64>,
+    /// Which branch it goes on ([`Commit::on_branch`], [`Commit::publishing`]).
+    branch: Branch,
+}
+
+/// Where a commit's snapshot goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Branch {
+    /// On `main`, after its current snapshot: what readers see.
+    Main,
+    /// On a branch of that name, after its head (main's current snapshot
+    /// when there is no such branch yet): readers of `main` do not see it.
+    On(String),
+    /// On `main`, after the head of that branch (main's current snapshot
+    /// when there is none), and the branch removed: everything committed
+    /// on it becomes visible at once, with this snapshot.
+    Publishing(String),
+}
+
+/// The snapshot a commit on `branch` of `meta` follows: the branch's head,
+/// else main's current snapshot ([`Commit::on_branch`]).
+#[must_use]
+pub fn head<'a>(meta: &'a TableMetadata, branch: &str) -> Option<&'a iceberg::spec::SnapshotRef> {
+    meta.snapshot_for_ref(branch)
+        .or_else(|| meta.current_snapshot())
 }
 
 impl Commit {
@@ -125,6 +149,31 @@ impl Commit {
         self
     }
 
+    /// Commit on branch `branch` instead of `main`, after its head (created
+    /// from main's current snapshot by the first such commit): Iceberg's
+    /// write-audit-publish. Readers of `main` see none of it until a
+    /// [`Commit::publishing`] commit.
+    #[must_use]
+    pub fn on_branch(mut self, branch: &str) -> Self {
+        self.branch = Branch::On(branch.to_owned());
+        self
+    }
+
+    /// Commit on `main` everything committed on branch `branch` since it
+    /// left `main`, with this commit's own files, as ONE snapshot, and
+    /// remove the branch: `main` moves from its current snapshot to all of
+    /// it at once. The branch's files are added by this snapshot (their
+    /// data sequence numbers kept), so a reader following `main` snapshot
+    /// by snapshot reads them as one change, and the branch's snapshots are
+    /// never in `main`'s history (they are expired like any other). Refused
+    /// as a conflict when `main` moved since the branch left it. Without
+    /// the branch, an ordinary commit.
+    #[must_use]
+    pub fn publishing(mut self, branch: &str) -> Self {
+        self.branch = Branch::Publishing(branch.to_owned());
+        self
+    }
+
     fn new(operation: Operation, added: Vec<DataFile>, removed: Vec<String>) -> Self {
         Self {
             operation,
@@ -134,6 +183,7 @@ impl Commit {
             data_sequence_number: None,
             keep_snapshots: None,
             timestamp_ms: None,
+            branch: Branch::Main,
         }
     }
 }
@@ -203,6 +253,11 @@ impl Lake {
                     table: table.clone(),
                     path,
                 },
+                Staged::Diverged { branch, main } => CommitError::Conflict {
+                    table: table.clone(),
+                    base: format!("the head of branch {branch}"),
+                    head: format!("main at snapshot {main}, which the branch does not follow"),
+                },
             })
     }
 
@@ -261,6 +316,29 @@ impl Lake {
                     .map_err(|source| CommitError::Iceberg { table, source })
             })
             .collect()
+    }
+
+    /// Remove branch `branch` of `base` (its snapshots stay until they are
+    /// expired; readers of `main` never saw them): how a writer that
+    /// staged commits on a branch ([`Commit::on_branch`]) and stopped
+    /// before publishing starts again from `main`. `base` itself when it
+    /// has no such branch.
+    pub async fn drop_branch(&self, base: &Table, branch: &str) -> Result<Table, CommitError> {
+        if base.metadata().snapshot_for_ref(branch).is_none() {
+            return Ok(base.clone());
+        }
+        let metadata = TableMetadataBuilder::new_from_metadata(
+            base.metadata().clone(),
+            base.metadata_location().map(str::to_owned),
+        )
+        .remove_ref(branch)
+        .build()
+        .map_err(|source| CommitError::Iceberg {
+            table: base.identifier().clone(),
+            source,
+        })?
+        .metadata;
+        self.commit_metadata(base, &metadata).await
     }
 
     /// `table` as the catalog has it now.
@@ -348,15 +426,104 @@ impl Lake {
         Ok(tables)
     }
 
+    /// The snapshot `commit` follows, and the files it adds (each with its
+    /// data sequence number, when it keeps one): a publishing commit's
+    /// parent is main's current snapshot, and it adds (and removes) what
+    /// its branch changed since it left `main`.
+    async fn parent_and_added<'a>(
+        &self,
+        base: &'a Table,
+        commit: &mut Commit,
+    ) -> Result<
+        (
+            Option<&'a iceberg::spec::SnapshotRef>,
+            Vec<(DataFile, Option<i64>)>,
+        ),
+        Staged,
+    > {
+        let meta = base.metadata();
+        let parent = match &commit.branch {
+            Branch::Main | Branch::Publishing(_) => meta.current_snapshot(),
+            Branch::On(branch) => head(meta, branch),
+        };
+        let mut added: Vec<(DataFile, Option<i64>)> = std::mem::take(&mut commit.added)
+            .into_iter()
+            .map(|f| (f, commit.data_sequence_number))
+            .collect();
+        if let Branch::Publishing(branch) = &commit.branch
+            && let Some(staged) = meta.snapshot_for_ref(branch)
+        {
+            // What main holds now must be in the branch's history, or
+            // publishing would lose it.
+            if let Some(main) = meta.current_snapshot_id()
+                && super::history::since_from(base, Some(staged), main).is_none()
+            {
+                return Err(Staged::Diverged {
+                    branch: branch.clone(),
+                    main,
+                });
+            }
+            let (branch_added, branch_removed) = self.diverged_files(base, staged, parent).await?;
+            added.extend(branch_added);
+            commit.removed.extend(branch_removed);
+        }
+        Ok((parent, added))
+    }
+
+    /// The files live at snapshot `branch` and not at `main` (each with its
+    /// data sequence number), and those live at `main` and not at `branch`.
+    async fn diverged_files(
+        &self,
+        base: &Table,
+        branch: &iceberg::spec::SnapshotRef,
+        main: Option<&iceberg::spec::SnapshotRef>,
+    ) -> iceberg::Result<(Vec<(DataFile, Option<i64>)>, Vec<String>)> {
+        let mut on_main = HashSet::new();
+        if let Some(main) = main {
+            for (file, _) in self.live_entries(base, main).await? {
+                on_main.insert(file.file_path().to_owned());
+            }
+        }
+        let mut added = Vec::new();
+        for (file, sequence) in self.live_entries(base, branch).await? {
+            if !on_main.remove(file.file_path()) {
+                added.push((file, sequence));
+            }
+        }
+        Ok((added, on_main.into_iter().collect()))
+    }
+
+    /// Every live file of `snapshot` with its data sequence number.
+    async fn live_entries(
+        &self,
+        base: &Table,
+        snapshot: &iceberg::spec::SnapshotRef,
+    ) -> iceberg::Result<Vec<(DataFile, Option<i64>)>> {
+        let list = base.manifest_list_reader(snapshot).load().await?;
+        // Collected first: the crate's iterator is not `Send`.
+        let files: Vec<ManifestFile> = list.consume_entries().into_iter().collect();
+        let mut live = Vec::new();
+        for file in files {
+            let manifest = self.manifest(base, &file).await?;
+            for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
+                live.push((entry.data_file().clone(), entry.sequence_number()));
+            }
+        }
+        Ok(live)
+    }
+
     /// The metadata `base` would have after `commit` (nothing committed yet).
     async fn staged_metadata(&self, base: &Table, commit: Commit) -> Result<TableMetadata, Staged> {
         let meta = base.metadata();
         let snapshot_id = new_snapshot_id(meta);
         let sequence_number = meta.next_sequence_number();
         let prefix = unique_prefix();
+        let mut commit = commit;
+        let (parent, added) = self.parent_and_added(base, &mut commit).await?;
         let mut manifests = Manifests {
             lake: self,
             base,
+            parent,
             snapshot_id,
             prefix: &prefix,
             written: 0,
@@ -370,11 +537,7 @@ impl Lake {
         let mut kept = manifests.merge_small(kept).await?;
 
         // New files.
-        kept.extend(
-            manifests
-                .write_added(commit.added, commit.data_sequence_number, &mut summary)
-                .await?,
-        );
+        kept.extend(manifests.write_added(added, &mut summary).await?);
 
         // Manifest list, snapshot, metadata.
         let list_path = format!(
@@ -386,18 +549,18 @@ impl Lake {
             FormatVersion::V1 => ManifestListWriter::v1(
                 output.writer().await?,
                 snapshot_id,
-                meta.current_snapshot_id(),
+                parent.map(|p| p.snapshot_id()),
             ),
             FormatVersion::V2 => ManifestListWriter::v2(
                 output.writer().await?,
                 snapshot_id,
-                meta.current_snapshot_id(),
+                parent.map(|p| p.snapshot_id()),
                 sequence_number,
             ),
             FormatVersion::V3 => ManifestListWriter::v3(
                 output.writer().await?,
                 snapshot_id,
-                meta.current_snapshot_id(),
+                parent.map(|p| p.snapshot_id()),
                 sequence_number,
                 Some(meta.next_row_id()),
             ),
@@ -413,12 +576,12 @@ impl Lake {
                 operation: commit.operation,
                 additional_properties: properties,
             },
-            meta.current_snapshot().map(|s| s.summary()),
+            parent.map(|s| s.summary()),
         );
         let snapshot = Snapshot::builder()
             .with_manifest_list(list_path)
             .with_snapshot_id(snapshot_id)
-            .with_parent_snapshot_id(meta.current_snapshot_id())
+            .with_parent_snapshot_id(parent.map(|p| p.snapshot_id()))
             .with_sequence_number(sequence_number)
             .with_summary(summary)
             .with_schema_id(meta.current_schema_id())
@@ -437,17 +600,23 @@ impl Lake {
             }
             _ => Vec::new(),
         };
-        let built = TableMetadataBuilder::new_from_metadata(
+        let target = match &commit.branch {
+            Branch::On(branch) => branch.as_str(),
+            Branch::Main | Branch::Publishing(_) => MAIN_BRANCH,
+        };
+        let mut builder = TableMetadataBuilder::new_from_metadata(
             meta.clone(),
             base.metadata_location().map(str::to_owned),
         )
         .add_snapshot(snapshot)?
         .set_ref(
-            MAIN_BRANCH,
+            target,
             SnapshotReference::new(snapshot_id, SnapshotRetention::branch(None, None, None)),
-        )?
-        .remove_snapshots(&expired)
-        .build()?;
+        )?;
+        if let Branch::Publishing(branch) = &commit.branch {
+            builder = builder.remove_ref(branch);
+        }
+        let built = builder.remove_snapshots(&expired).build()?;
         Ok(built.metadata)
     }
 }
@@ -495,6 +664,12 @@ async fn write_next(
 enum Staged {
     Iceberg(iceberg::Error),
     InputGone(String),
+    /// Publishing a branch whose history lacks main's current snapshot:
+    /// another writer committed on main since the branch left it.
+    Diverged {
+        branch: String,
+        main: i64,
+    },
 }
 
 impl From<iceberg::Error> for Staged {
@@ -507,6 +682,8 @@ impl From<iceberg::Error> for Staged {
 struct Manifests<'a> {
     lake: &'a Lake,
     base: &'a Table,
+    /// The snapshot the commit follows (its manifests are carried).
+    parent: Option<&'a iceberg::spec::SnapshotRef>,
     snapshot_id: i64,
     prefix: &'a str,
     written: usize,
@@ -548,8 +725,8 @@ impl Manifests<'_> {
         let meta = base.metadata();
         let mut remove: HashSet<&str> = removed.iter().map(String::as_str).collect();
         let mut kept: Vec<ManifestFile> = Vec::new();
-        if let Some(current) = meta.current_snapshot() {
-            let list = base.manifest_list_reader(current).load().await?;
+        if let Some(parent) = self.parent {
+            let list = base.manifest_list_reader(parent).load().await?;
             // Collected first: the crate's iterator is not `Send`, and a
             // commit must be able to run on any task (the executor's faults).
             let entries: Vec<ManifestFile> = list.consume_entries().into_iter().collect();
@@ -607,18 +784,17 @@ impl Manifests<'_> {
     }
 
     /// One manifest for the added data files and one for the added delete
-    /// files (each counted in `summary`); added files inherit the snapshot's
-    /// sequence number unless `data_sequence_number` is given.
+    /// files (each counted in `summary`); an added file inherits the
+    /// snapshot's sequence number unless it comes with its own.
     async fn write_added(
         &mut self,
-        added: Vec<DataFile>,
-        data_sequence_number: Option<i64>,
+        added: Vec<(DataFile, Option<i64>)>,
         summary: &mut SnapshotSummaryCollector,
     ) -> iceberg::Result<Vec<ManifestFile>> {
         let meta = self.base.metadata();
         let (deletes, data): (Vec<_>, Vec<_>) = added
             .into_iter()
-            .partition(|f| f.content_type() != DataContentType::Data);
+            .partition(|(f, _)| f.content_type() != DataContentType::Data);
         let mut out = Vec::new();
         for (content, files) in [
             (ManifestContentType::Data, data),
@@ -628,13 +804,13 @@ impl Manifests<'_> {
                 continue;
             }
             let mut writer = self.writer(content)?;
-            for file in files {
+            for (file, sequence) in files {
                 summary.add_file(
                     &file,
                     meta.current_schema().clone(),
                     meta.default_partition_spec().clone(),
                 );
-                writer.add_file(file, data_sequence_number.unwrap_or(-1))?;
+                writer.add_file(file, sequence.unwrap_or(-1))?;
             }
             out.push(writer.write_manifest_file().await?);
         }

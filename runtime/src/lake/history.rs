@@ -66,9 +66,20 @@ impl Cursor {
 /// snapshot (it expired, or the table was rolled back or replaced).
 #[must_use]
 pub fn since(table: &Table, seen: i64) -> Option<Vec<i64>> {
+    since_from(table, table.metadata().current_snapshot(), seen)
+}
+
+/// [`since`] along the ancestry of `head` (a branch's head: a writer
+/// following what it staged there) instead of the current snapshot's.
+#[must_use]
+pub fn since_from(
+    table: &Table,
+    head: Option<&iceberg::spec::SnapshotRef>,
+    seen: i64,
+) -> Option<Vec<i64>> {
     let metadata = table.metadata();
     let mut since = Vec::new();
-    let mut at = metadata.current_snapshot();
+    let mut at = head;
     // Bounded by the snapshot count: a corrupt parent cycle cannot loop.
     for _ in 0..metadata.snapshots().len() {
         let Some(snapshot) = at else { break };

@@ -235,8 +235,16 @@ pub(super) fn expirable(base: &Table, retain: Retain) -> iceberg::Result<Vec<i64
 /// writer's properties (`lossproof.*` offsets) stay on the current snapshot.
 #[must_use]
 pub fn latest_properties(table: &Table, prefix: &str) -> HashMap<String, String> {
+    latest_properties_on(table, iceberg::spec::MAIN_BRANCH, prefix)
+}
+
+/// [`latest_properties`] from the head of branch `branch` (main's current
+/// snapshot when there is no such branch): a writer staging its commits on
+/// a branch ([`super::Commit::on_branch`]) resumes from what it staged.
+#[must_use]
+pub fn latest_properties_on(table: &Table, branch: &str, prefix: &str) -> HashMap<String, String> {
     let mut found = HashMap::new();
-    for snapshot in ancestors(table) {
+    for snapshot in ancestors_from(table, super::head(table.metadata(), branch)) {
         for (key, value) in &snapshot.summary().additional_properties {
             if key.starts_with(prefix) && !found.contains_key(key) {
                 found.insert(key.clone(), value.clone());
@@ -249,8 +257,16 @@ pub fn latest_properties(table: &Table, prefix: &str) -> HashMap<String, String>
 /// The current snapshot, its parent, …, up to the first one missing
 /// (expired) or the first snapshot of the table.
 fn ancestors(table: &Table) -> impl Iterator<Item = &iceberg::spec::SnapshotRef> {
+    ancestors_from(table, table.metadata().current_snapshot())
+}
+
+/// `head`, its parent, … (as [`ancestors`]).
+fn ancestors_from<'a>(
+    table: &'a Table,
+    head: Option<&'a iceberg::spec::SnapshotRef>,
+) -> impl Iterator<Item = &'a iceberg::spec::SnapshotRef> {
     let meta = table.metadata();
-    let mut next = meta.current_snapshot();
+    let mut next = head;
     // Bounded by the snapshot count: a corrupt parent cycle cannot loop.
     (0..meta.snapshots().len()).map_while(move |_| {
         let snapshot = next?;

@@ -255,9 +255,23 @@ pub struct Followed {
 pub struct Follower {
     stop: Arc<AtomicBool>,
     task: AbortOnDrop<Vec<Followed>>,
+    lakes: LakeFollowers,
+}
+
+/// The followers of every consumer lake's snapshots, on a thread of their
+/// own at a low priority ([`LAKES_NICE`]). Started before the probe where
+/// the seed preloads its source, so that a lake's first states (a large
+/// snapshot, read whole) are read while the consumers load it, not behind
+/// the load's commits.
+pub struct LakeFollowers {
+    stop: Arc<AtomicBool>,
+    /// When they started following (their `seen_ms` count from here).
+    clock: Instant,
     /// The consumers whose lakes are followed, and the thread's result.
     lakes: Vec<String>,
     logs: Option<tokio::sync::oneshot::Receiver<std::io::Result<Vec<LakeLog>>>>,
+    /// How far each lake's follower is.
+    looks: Vec<Arc<crate::snapshots::Looks>>,
 }
 
 /// The lake followers' thread's `nice`: the lowest, like maintenance's
@@ -266,28 +280,24 @@ pub struct Follower {
 /// follower is behind ([`crate::niced::CatchUp`]).
 const LAKES_NICE: u8 = 19;
 
-impl Follower {
-    /// Start following `tables` (one per consumer) in `lake`, timed on
-    /// `clock`; `topic` is the probe's topic, read when a table is measured
-    /// by offsets too; and every snapshot of each of `lakes` (each with a
+impl LakeFollowers {
+    /// Follow every snapshot of each of `lakes` from now on (each with a
     /// catalog client of its own, opened on the followers' thread from
     /// `endpoints`).
     #[must_use]
-    pub fn start(
-        lake: Lake,
-        tables: Vec<ProbeTable>,
-        topic: ProbeTopic,
-        (endpoints, lakes): (&lossproof_runtime::Endpoints, Vec<LakeTables>),
-        clock: Instant,
-    ) -> Self {
+    pub fn start(endpoints: &lossproof_runtime::Endpoints, lakes: Vec<LakeTables>) -> Self {
+        let clock = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(follow(lake, tables, topic, clock, stop.clone()));
         let consumers = lakes.iter().map(|l| l.consumer.clone()).collect();
         let endpoints = endpoints.clone();
         let stopping = stop.clone();
         let catch_up = crate::niced::CatchUp::new("lossproof-snapshots", LAKES_NICE);
+        let looks: Vec<Arc<crate::snapshots::Looks>> =
+            lakes.iter().map(|_| Arc::default()).collect();
+        let looking = looks.clone();
         let logs = crate::niced::spawn("lossproof-snapshots", LAKES_NICE, async move {
-            futures_util::future::join_all(lakes.into_iter().enumerate().map(|(task, tables)| {
+            let each = lakes.into_iter().zip(looking).enumerate();
+            futures_util::future::join_all(each.map(|(task, (tables, looks))| {
                 let (endpoints, stop) = (&endpoints, stopping.clone());
                 let catch_up = catch_up.clone();
                 async move {
@@ -295,13 +305,17 @@ impl Follower {
                     match endpoints.open_lake().await {
                         Ok(lake) => {
                             let follower = LakeFollower::new(tables).catching_up(catch_up, task);
-                            crate::snapshots::follow(lake, follower, clock, stop).await
+                            crate::snapshots::follow(lake, follower, clock, (stop, looks)).await
                         }
-                        Err(e) => LakeLog {
-                            consumer,
-                            failed: Some(format!("the start: the lake did not open: {e}")),
-                            ..LakeLog::default()
-                        },
+                        Err(e) => {
+                            // Nothing to wait for.
+                            looks.idle.store(u64::MAX, Ordering::Relaxed);
+                            LakeLog {
+                                consumer,
+                                failed: Some(format!("the start: the lake did not open: {e}")),
+                                ..LakeLog::default()
+                            }
+                        }
                     }
                 }
             }))
@@ -310,23 +324,44 @@ impl Follower {
         .ok();
         Self {
             stop,
-            task: AbortOnDrop(task),
+            clock,
             lakes: consumers,
             logs,
+            looks,
         }
     }
 
-    /// Stop after the look in hand (the lakes' followers after one more
-    /// look: call this once the consumers have stopped); what it saw of the
-    /// probe tables, in the order of its tables (nothing seen, if it could
-    /// not finish within a few seconds), and of each lake (a lake whose
-    /// follower did not finish within [`FINISH_LIMIT`] says so).
-    pub async fn stop(mut self) -> (Option<Vec<Followed>>, Vec<LakeLog>) {
+    /// Wait (at most `limit`) until every lake's follower has read what its
+    /// lake held when this was called: a look begun after that found
+    /// nothing new. How long it took, or `None` at the limit.
+    pub async fn read_up(&self, limit: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        // The look in hand may have begun before: the one after it did not.
+        let after: Vec<u64> = self
+            .looks
+            .iter()
+            .map(|l| l.done.load(Ordering::Relaxed) + 2)
+            .collect();
+        while started.elapsed() < limit {
+            if self
+                .looks
+                .iter()
+                .zip(&after)
+                .all(|(l, after)| l.idle.load(Ordering::Relaxed) >= *after)
+            {
+                return Some(started.elapsed());
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+        }
+        None
+    }
+
+    /// Stop after one more look (call this once the consumers have
+    /// stopped): what each follower read, its times (`seen_ms`) on the
+    /// seed's `clock` (a snapshot read before that clock started at 0); a
+    /// lake whose follower did not finish within [`FINISH_LIMIT`] says so.
+    pub async fn stop(&mut self, clock: Instant) -> Vec<LakeLog> {
         self.stop.store(true, Ordering::Relaxed);
-        let probes = tokio::time::timeout(STEP_LIMIT * 2, &mut self.task.0)
-            .await
-            .ok()
-            .and_then(Result::ok);
         let logs = match self.logs.take() {
             None => Err("the start: the followers' thread did not run".to_owned()),
             Some(logs) => match tokio::time::timeout(FINISH_LIMIT, logs).await {
@@ -337,7 +372,7 @@ impl Follower {
                 )),
             },
         };
-        let logs = logs.unwrap_or_else(|why| {
+        let mut logs = logs.unwrap_or_else(|why| {
             self.lakes
                 .iter()
                 .map(|consumer| LakeLog {
@@ -347,7 +382,55 @@ impl Follower {
                 })
                 .collect()
         });
-        (probes, logs)
+        let before = millis(clock.saturating_duration_since(self.clock));
+        for seen in logs.iter_mut().flat_map(|log| log.seen.iter_mut()) {
+            seen.seen_ms = seen.seen_ms.saturating_sub(before);
+        }
+        logs
+    }
+}
+
+impl Drop for LakeFollowers {
+    /// The followers' thread ends at its next look (a seed that ended on an
+    /// error never called [`LakeFollowers::stop`]).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Follower {
+    /// Start following `tables` (one per consumer) in `lake`, timed on
+    /// `clock`; `topic` is the probe's topic, read when a table is measured
+    /// by offsets too; beside `lakes`, following every consumer lake.
+    #[must_use]
+    pub fn start(
+        lake: Lake,
+        tables: Vec<ProbeTable>,
+        topic: ProbeTopic,
+        lakes: LakeFollowers,
+        clock: Instant,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(follow(lake, tables, topic, clock, stop.clone()));
+        Self {
+            stop,
+            task: AbortOnDrop(task),
+            lakes,
+        }
+    }
+
+    /// Stop after the look in hand (the lakes' followers after one more
+    /// look: call this once the consumers have stopped); what it saw of the
+    /// probe tables, in the order of its tables (nothing seen, if it could
+    /// not finish within a few seconds), and of each lake, timed on `clock`
+    /// ([`LakeFollowers::stop`]).
+    pub async fn stop(mut self, clock: Instant) -> (Option<Vec<Followed>>, Vec<LakeLog>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let probes = tokio::time::timeout(STEP_LIMIT * 2, &mut self.task.0)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        (probes, self.lakes.stop(clock).await)
     }
 }
 

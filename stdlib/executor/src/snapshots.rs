@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, UInt64Array};
@@ -344,16 +344,31 @@ pub async fn follow(
     lake: Lake,
     mut follower: LakeFollower,
     clock: Instant,
-    stop: Arc<AtomicBool>,
+    (stop, looks): (Arc<AtomicBool>, Arc<Looks>),
 ) -> LakeLog {
     let mut ticks = tokio::time::interval(FOLLOW_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !stop.load(Ordering::Relaxed) {
         ticks.tick().await;
+        let read = follower.log.seen.len();
         follower.look(&lake, clock).await;
+        let done = looks.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if follower.log.seen.len() == read {
+            looks.idle.store(done, Ordering::Relaxed);
+        }
     }
     follower.look(&lake, clock).await;
     follower.finish()
+}
+
+/// How far the follower of one lake is, for a wait on it
+/// ([`crate::freshness::LakeFollowers::read_up`]).
+#[derive(Debug, Default)]
+pub struct Looks {
+    /// Looks done.
+    pub done: AtomicU64,
+    /// The number of the last look that found nothing new to read.
+    pub idle: AtomicU64,
 }
 
 /// How long the follower of one lake may take to finish after it is told

@@ -499,13 +499,22 @@ pub struct Synced {
     pub snapshots: usize,
     pub files: usize,
     pub rows: u64,
+    /// Tables whose unpublished snapshot parts a start dropped
+    /// ([`super::state::STAGING`]).
+    pub unstaged: usize,
 }
 
 impl Synced {
     /// One line for the consumer's log.
     #[must_use]
     pub fn describe(&self) -> String {
-        match (&self.rebuilt, self.snapshots) {
+        let unstaged = match self.unstaged {
+            0 => String::new(),
+            n => format!(
+                "; the parts of a snapshot staged on {n} tables and never published dropped                  (read again from the offsets on main)"
+            ),
+        };
+        let synced = match (&self.rebuilt, self.snapshots) {
             (Some(why), _) => format!(
                 "key index rebuilt from the lake ({why}): {} files, {} rows read",
                 self.files, self.rows
@@ -515,7 +524,8 @@ impl Synced {
                 "key index caught up {n} snapshots: {} files, {} rows read",
                 self.files, self.rows
             ),
-        }
+        };
+        synced + &unstaged
     }
 }
 
@@ -527,9 +537,15 @@ enum Plan {
     Rebuild(String),
 }
 
+/// The snapshot the consumer's writes follow in `table`: the head of the
+/// branch it stages a snapshot's parts on, else main's current snapshot.
+fn head(table: &Table) -> Option<&iceberg::spec::SnapshotRef> {
+    lossproof_runtime::lake::head(table.metadata(), super::state::STAGING)
+}
+
 fn plan(index: &KeyIndex, followed: &Followed<'_>) -> Result<Plan> {
     let metadata = followed.table.metadata();
-    let current = metadata.current_snapshot_id().unwrap_or(-1);
+    let current = head(followed.table).map_or(-1, |s| s.snapshot_id());
     let uuid = metadata.uuid().to_string();
     let Some((synced_uuid, synced)) = index.synced(followed.name)? else {
         return Ok(if current == -1 {
@@ -547,7 +563,9 @@ fn plan(index: &KeyIndex, followed: &Followed<'_>) -> Result<Plan> {
     if synced == current {
         return Ok(Plan::InStep);
     }
-    if let Some(since) = lossproof_runtime::lake::history::since(followed.table, synced) {
+    if let Some(since) =
+        lossproof_runtime::lake::history::since_from(followed.table, head(followed.table), synced)
+    {
         return Ok(Plan::Since(since));
     }
     Ok(Plan::Rebuild(format!(
@@ -573,6 +591,14 @@ pub async fn sync(index: &KeyIndex, tables: &[Followed<'_>]) -> Result<Synced> {
     }
     let mut synced = Synced::default();
     if let Some(why) = rebuild {
+        if let Some(staged) = tables.iter().find(|f| super::state::has_staged(f.table)) {
+            // Rebuilt from main, the index would lose the staged parts: a
+            // start drops them and reads them again instead.
+            return Err(Error::Index(format!(
+                "cannot rebuild ({why}) while {} has snapshot parts staged: restart",
+                staged.name
+            )));
+        }
         let blocking = index.clone();
         tokio::task::spawn_blocking(move || blocking.clear())
             .await
@@ -608,7 +634,7 @@ pub fn synced_write(followed: &Followed<'_>) -> Write {
     Write::Synced {
         table: followed.name.to_owned(),
         uuid: metadata.uuid().to_string(),
-        snapshot: metadata.current_snapshot_id().unwrap_or(-1),
+        snapshot: head(followed.table).map_or(-1, |s| s.snapshot_id()),
     }
 }
 

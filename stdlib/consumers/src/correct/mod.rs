@@ -50,8 +50,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use self::position::Position;
 use self::state::{
-    Applied, LakeState, Partition, STATE_FOLD_MIN_DEAD, STATE_TABLE, StateEntry, dead_letter_row,
-    row_keys, state_batch,
+    Applied, LakeState, Partition, STAGING, STATE_FOLD_MIN_DEAD, STATE_TABLE, StateEntry,
+    dead_letter_row, has_staged, row_keys, state_batch,
 };
 use crate::{debezium_type_name, to_arrow};
 
@@ -87,6 +87,9 @@ pub struct Config {
     pub group: String,
     pub batch_max: usize,
     pub linger: Duration,
+    /// Records held at most while a transaction or the initial snapshot is
+    /// incomplete ([`transactions::MAX_HELD`]; tests set it low).
+    pub max_held: usize,
     /// Stop once this many records were handled (benchmarks).
     pub stop_after: Option<u64>,
     /// Stop once every partition reached the end it had at start (rebuild).
@@ -397,10 +400,11 @@ pub async fn run(
         ready: started.elapsed(),
         ..Report::default()
     };
-    let mut gate = config
-        .transactions
-        .as_ref()
-        .map(|t| transactions::Gate::<Record>::new(t, &config.topics).resuming_at(&state.offsets));
+    let mut gate = config.transactions.as_ref().map(|t| {
+        transactions::Gate::<Record>::new(t, &config.topics)
+            .holding_at_most(config.max_held)
+            .resuming_at(&state.offsets)
+    });
     // Released records with no change among them (BEGIN and END of
     // transactions of tables it does not write: heartbeats), applied with
     // the next change rather than committed alone.
@@ -415,6 +419,7 @@ pub async fn run(
         if *stop.borrow()
             || config.stop_after.is_some_and(|n| report.records >= n)
             || (config.until_end
+                && !state.staging()
                 && ends
                     .iter()
                     .all(|(p, end)| state.offsets.get(p).copied().unwrap_or(0) >= *end))
@@ -442,11 +447,18 @@ pub async fn run(
             None => records,
             Some(gate) => {
                 gate.push(records);
-                if gate.wants_ends() {
-                    gate.ends(&partition_ends(&consumer, &ends)?);
-                }
                 let mut ready = std::mem::take(&mut carried);
-                ready.extend(gate.ready());
+                // Each release can ask for the ends again (a snapshot's
+                // next round): at most a few times.
+                for _ in 0..4 {
+                    if gate.wants_ends() {
+                        gate.ends(&partition_ends(&consumer, &ends)?);
+                    }
+                    ready.extend(gate.ready());
+                    if !gate.wants_ends() {
+                        break;
+                    }
+                }
                 for why in gate.forced.drain(..) {
                     log(&format!("correct: transaction {why}"));
                 }
@@ -462,14 +474,19 @@ pub async fn run(
                 } else {
                     waiting_logged = std::time::Instant::now();
                 }
-                if !config.until_end && ready.iter().all(|r| r.marker.is_some()) {
+                // Parts of a snapshot completed: published now, even
+                // with nothing else to apply.
+                let publish = state.staging() && !gate.in_parts();
+                if !config.until_end && !publish && ready.iter().all(|r| r.marker.is_some()) {
                     carried = ready;
                     continue;
                 }
                 ready
             }
         };
-        if records.is_empty() {
+        // Part of a snapshot too large to commit whole: staged on a branch.
+        let staged = gate.as_ref().is_some_and(transactions::Gate::in_parts);
+        if records.is_empty() && (staged || !state.staging()) {
             continue;
         }
         report.batches += 1;
@@ -480,7 +497,7 @@ pub async fn run(
             config,
             &mut state,
             &records,
-            report.batches,
+            (report.batches, staged),
             &mut report,
             log,
         )
@@ -744,14 +761,15 @@ async fn apply_batch(
     config: &Config,
     state: &mut LakeState,
     records: &[Record],
-    batch_number: u64,
+    (batch_number, staged): (u64, bool),
     report: &mut Report,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), Fatal> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_batch(lake, config, state, records, batch_number, report, log).await {
+        let batch = (batch_number, staged);
+        match try_batch(lake, config, state, records, batch, report, log).await {
             Ok(()) => return Ok(()),
             Err(Attempt::Conflict(why)) if attempt < MAX_ATTEMPTS => {
                 report.conflicts += 1;
@@ -843,16 +861,26 @@ impl Keyed<'_> {
 /// ([`news`]), each table's new row versions and position deletes
 /// ([`merge`]), the bookkeeping files ([`bookkeeping`]), then one catalog
 /// transaction, after which the key index follows ([`follow`]).
+///
+/// `staged`: the batch is a part of a snapshot too large to commit whole,
+/// committed on the [`STAGING`] branch, where readers of the lake do not
+/// look; the first batch after the last part publishes every table that
+/// has the branch, in the same catalog commit (`Commit::publishing`: one
+/// snapshot on `main` adds what the branch added, with the batch's own
+/// changes if it has any for the table): the whole snapshot becomes
+/// visible at once.
 async fn try_batch(
     lake: &Lake,
     config: &Config,
     state: &mut LakeState,
     records: &[Record],
-    batch_number: u64,
+    (batch_number, staged): (u64, bool),
     report: &mut Report,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), Attempt> {
-    let Some(mut news) = news(config, state, records) else {
+    let publish = !staged && state.staging();
+    let news = news(config, state, records).or_else(|| publish.then(|| News::at(state)));
+    let Some(mut news) = news else {
         return Ok(()); // the lake already covers the whole batch
     };
     let properties = news.properties();
@@ -865,6 +893,12 @@ async fn try_batch(
         dead_files,
     } = bookkeeping(state, &mut merges, &news.dead, report).await?;
     fail_at(config, Step::AfterFiles, batch_number);
+    let dead_files = if publish {
+        publishing_all(state, &mut merges, &properties);
+        dead_files.or_else(|| has_staged(&state.dead_letters).then(Vec::new))
+    } else {
+        dead_files
+    };
 
     let changed: Vec<usize> = merges.commits.iter().map(|(t, _)| *t).collect();
     let mut all: Vec<(&iceberg::table::Table, Commit)> = std::mem::take(&mut merges.commits)
@@ -889,6 +923,10 @@ async fn try_batch(
             .with_properties(properties.clone())
             .keeping_snapshots(KEEP_SNAPSHOTS),
     ));
+    let all: Vec<_> = all
+        .into_iter()
+        .map(|(table, commit)| (table, branched(commit, staged, publish)))
+        .collect();
     if config
         .failpoint
         .as_ref()
@@ -927,14 +965,44 @@ async fn try_batch(
     report.dead_letters += news.dead.len() as u64;
     log(&format!(
         "correct: batch {batch_number}: {} records -> {} changes applied, {} not newer, \
-         {} dead letters; offsets {}",
+         {} dead letters{}; offsets {}",
         news.records,
         merges.applied,
         merges.skipped,
         news.dead.len(),
+        match (staged, publish) {
+            (true, _) => format!(" (a part of the snapshot, staged on {STAGING})"),
+            (false, true) => format!(" (the snapshot's parts on {STAGING} published with it)"),
+            (false, false) => String::new(),
+        },
         describe(&state.offsets)
     ));
     Ok(())
+}
+
+/// A publishing batch publishes every table with parts staged: one with no
+/// change in the batch gets a commit of its own, with no file.
+fn publishing_all(state: &LakeState, merges: &mut Merges, properties: &HashMap<String, String>) {
+    for (t, table) in state.tables.iter().enumerate() {
+        if has_staged(&table.table) && !merges.commits.iter().any(|(c, _)| *c == t) {
+            merges.commits.push((
+                t,
+                Commit::append(Vec::new())
+                    .with_properties(properties.clone())
+                    .keeping_snapshots(KEEP_SNAPSHOTS),
+            ));
+        }
+    }
+}
+
+/// A batch's commit where it goes: a part staged on [`STAGING`], the batch
+/// that publishes the parts, or any other.
+fn branched(commit: Commit, staged: bool, publish: bool) -> Commit {
+    match (staged, publish) {
+        (true, _) => commit.on_branch(STAGING),
+        (false, true) => commit.publishing(STAGING),
+        (false, false) => commit,
+    }
 }
 
 /// Step 1 of a batch: what is new.
@@ -951,6 +1019,17 @@ struct News<'r> {
 }
 
 impl News<'_> {
+    /// Nothing new: the lake's offsets and epochs.
+    fn at(state: &LakeState) -> Self {
+        Self {
+            offsets: state.offsets.clone(),
+            epochs: state.epochs.clone(),
+            per_table: vec![Vec::new(); state.tables.len()],
+            dead: Vec::new(),
+            records: 0,
+        }
+    }
+
     /// What every commit of the batch carries: the offsets and epochs
     /// reached.
     fn properties(&self) -> HashMap<String, String> {
@@ -962,13 +1041,7 @@ impl News<'_> {
 /// with each partition's epoch as of that record; `None` when the lake
 /// already covers the whole batch.
 fn news<'r>(config: &Config, state: &LakeState, records: &'r [Record]) -> Option<News<'r>> {
-    let mut news = News {
-        offsets: state.offsets.clone(),
-        epochs: state.epochs.clone(),
-        per_table: vec![Vec::new(); state.tables.len()],
-        dead: Vec::new(),
-        records: 0,
-    };
+    let mut news = News::at(state);
     let table_of: HashMap<&str, usize> = config
         .topics
         .iter()
@@ -1662,6 +1735,9 @@ async fn fold_state(
     state: &mut LakeState,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), Fatal> {
+    if state.staging() {
+        return Ok(()); // folded on main, once the snapshot is published
+    }
     let dead = state::summary_count(&state.state_table, "total-position-deletes");
     let live = state::live_rows(&state.state_table);
     if dead < live.max(STATE_FOLD_MIN_DEAD) {

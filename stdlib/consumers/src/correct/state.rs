@@ -32,7 +32,7 @@ use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use lossproof_lang::vocabulary::WorkloadSig;
 use lossproof_runtime::Lake;
 use lossproof_runtime::change_event::{Cell, Row};
-use lossproof_runtime::lake::latest_properties;
+use lossproof_runtime::lake::{latest_properties, latest_properties_on};
 
 use super::index::{Followed, KeyIndex, Location, Synced};
 use super::position::Position;
@@ -48,6 +48,11 @@ pub const DEAD_LETTERS: &str = "dead_letters";
 /// Summary property prefixes.
 pub const OFFSET_PREFIX: &str = lossproof_runtime::reconcile::gate::OFFSET_PROPERTY_PREFIX;
 pub const EPOCH_PREFIX: &str = "lossproof.epoch.";
+/// The branch a snapshot too large to commit whole is staged on, part by
+/// part, until it is complete and published on `main` in one catalog
+/// commit (docs/consumers.md, "Transactions"). A start drops it: what was
+/// staged is read again from the offsets on `main`.
+pub const STAGING: &str = "lossproof-staging";
 
 /// SQL over the lake (namespace `namespace`) returning the source
 /// transaction of the newest change applied to each key: what
@@ -307,6 +312,17 @@ impl LakeState {
                 .await
                 .map_err(|e| Error::Index(format!("open: {e}")))??
         };
+        // Parts of a snapshot staged by a run that stopped before it could
+        // publish them: dropped, and read again from main's offsets.
+        let mut dropped = 0;
+        let names = workload.tables.iter().map(|t| t.name.as_str());
+        for name in names.chain([STATE_TABLE, DEAD_LETTERS]) {
+            let table = load(lake, &ns, &format!("{prefix}{name}")).await?;
+            if has_staged(&table) {
+                lake.drop_branch(&table, STAGING).await?;
+                dropped += 1;
+            }
+        }
         let mut state = Self {
             state_table: load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?,
             dead_letters: load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?,
@@ -316,7 +332,8 @@ impl LakeState {
             epochs: HashMap::new(),
             index,
         };
-        let synced = state.reload(lake, prefix, workload).await?;
+        let mut synced = state.reload(lake, prefix, workload).await?;
+        synced.unstaged = dropped;
         Ok((state, synced))
     }
 
@@ -332,7 +349,7 @@ impl LakeState {
         let ns = self.namespace.clone();
         self.state_table = load(lake, &ns, &format!("{prefix}{STATE_TABLE}")).await?;
         self.dead_letters = load(lake, &ns, &format!("{prefix}{DEAD_LETTERS}")).await?;
-        let properties = latest_properties(&self.state_table, "lossproof.");
+        let properties = latest_properties_on(&self.state_table, STAGING, "lossproof.");
         self.offsets = parse_positions(&properties, OFFSET_PREFIX)?;
         self.epochs = parse_positions(&properties, EPOCH_PREFIX)?
             .into_iter()
@@ -367,6 +384,17 @@ impl LakeState {
         }
         let followed = self.followed();
         super::index::sync(&self.index, &followed).await
+    }
+
+    /// Whether some table has snapshot parts staged and not yet published
+    /// ([`STAGING`]).
+    #[must_use]
+    pub fn staging(&self) -> bool {
+        self.tables
+            .iter()
+            .map(|t| &t.table)
+            .chain([&self.state_table, &self.dead_letters])
+            .any(has_staged)
     }
 
     /// The tables the key index follows: the source's, then `_lp_state`.
@@ -408,6 +436,12 @@ impl LakeState {
         }
         properties
     }
+}
+
+/// Whether `table` has snapshot parts staged on [`STAGING`].
+#[must_use]
+pub fn has_staged(table: &Table) -> bool {
+    table.metadata().snapshot_for_ref(STAGING).is_some()
 }
 
 /// `lossproof.offset.<topic>.<partition>` properties as a map (the topic

@@ -101,6 +101,7 @@ pub(super) async fn snapshot_reached(
         rows: preloaded.customers + preloaded.orders + preloaded.items,
         preload_ms: super::millis(preloaded.elapsed),
         reached_ms: reached,
+        followed_ms: None,
     })
 }
 

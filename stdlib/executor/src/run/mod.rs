@@ -179,16 +179,37 @@ async fn body(
         &seed.names,
         &seed.workload,
     );
-    // A preload's initial snapshot reaches every lake before the phases.
+    // Every snapshot of every lake is followed from here: a preload's
+    // snapshot is read as the consumers load it.
+    let (tables, lakes) = followed_lakes(seed).await?;
+    // A preload's initial snapshot reaches every lake, and every lake's
+    // follower has read it, before the phases.
     if let Some(preloaded) = seed.preloaded.get() {
-        record.snapshot =
-            Some(drain::snapshot_reached(seed, &positions, preloaded, progress).await?);
+        let mut snapshot = drain::snapshot_reached(seed, &positions, preloaded, progress).await?;
+        snapshot.followed_ms = lakes.read_up(FOLLOW_SNAPSHOT_LIMIT).await.map(millis);
+        progress(&match snapshot.followed_ms {
+            Some(ms) => format!(
+                "the snapshot followers read it {:.1}s later",
+                ms as f64 / 1000.0
+            ),
+            None => format!(
+                "the snapshot followers had not read it after {FOLLOW_SNAPSHOT_LIMIT:?}: the phases \
+                 begin (states they cannot read in time are unchecked)"
+            ),
+        });
+        record.snapshot = Some(snapshot);
     }
 
     // 2. Phases: the workload runs, faults fire at their planned offsets;
     // meanwhile the probe beats and the follower watches every lake.
-    let (drain_limit, following) =
-        Box::pin(followed_phases(seed, &positions, record, progress)).await?;
+    let (drain_limit, following) = Box::pin(followed_phases(
+        seed,
+        &positions,
+        (tables, lakes),
+        record,
+        progress,
+    ))
+    .await?;
     // The compactor works through the phases only: the drain and the score
     // see the consumers alone.
     if let Some(compactor) = seed.compactor.lock().await.as_mut() {
@@ -230,9 +251,10 @@ struct Following {
     beats: crate::freshness::Beats,
     /// When the probe stopped (ms of the seed's clock).
     until_ms: u64,
-    /// The tables each lake's snapshots are checked over, and the epoch ms
-    /// at the seed clock's start.
+    /// The tables each lake's snapshots are checked over, the seed's clock
+    /// and the epoch ms at its start.
     tables: Vec<lossproof_runtime::reconcile::SourceTable>,
+    clock: Instant,
     epoch_ms: i64,
 }
 
@@ -246,7 +268,7 @@ pub(super) struct Followed {
 impl Following {
     /// Stop the follower; each lake's freshness into the record.
     async fn stop(self, record: &mut SeedRecord) -> Followed {
-        let (watched, logs) = self.follower.stop().await;
+        let (watched, logs) = self.follower.stop(self.clock).await;
         let watched = watched.unwrap_or_default();
         record.freshness = self
             .probes
@@ -265,12 +287,58 @@ impl Following {
     }
 }
 
+/// How long the phases wait for the snapshot followers to read a
+/// preload's snapshot: read behind the load's commits, the correct
+/// consumer's expired before they were read (its states unchecked).
+const FOLLOW_SNAPSHOT_LIMIT: Duration = Duration::from_mins(10);
+
+/// The source tables every lake is checked over, and the followers of
+/// every consumer lake, started.
+async fn followed_lakes(
+    seed: &Seed<'_>,
+) -> Result<(
+    Vec<lossproof_runtime::reconcile::SourceTable>,
+    crate::freshness::LakeFollowers,
+)> {
+    let mut tables = Vec::new();
+    for table in seed.scored_tables() {
+        tables.push(lossproof_runtime::reconcile::source::describe(&seed.source, table).await?);
+    }
+    let lakes = crate::under_test::lakes(
+        &seed.options.consumers,
+        &seed.plan.declared,
+        &seed.names,
+        &seed.workload,
+    )
+    .into_iter()
+    .map(|lake| crate::snapshots::LakeTables {
+        changelogs: lake.changelog.then(|| {
+            tables
+                .iter()
+                .map(|t| crate::under_test::changelog_table(&seed.names, &t.name))
+                .collect()
+        }),
+        not_checked: (!lake.changelog && !lake.views.is_empty())
+            .then(|| "not checked: its tables are read through views".to_owned()),
+        consumer: lake.consumer,
+        namespace: lake.namespace,
+        tables: tables.clone(),
+    })
+    .collect();
+    let lakes = crate::freshness::LakeFollowers::start(&seed.endpoints, lakes);
+    Ok((tables, lakes))
+}
+
 /// The phases ([`phases::phases`]), with the freshness probe beating and
-/// the follower watching every consumer's lake meanwhile
+/// `lakes` following every consumer's lake meanwhile
 /// ([`crate::freshness`], [`crate::snapshots`]); the follower goes on.
 async fn followed_phases(
     seed: &Seed<'_>,
     positions: &[lossproof_runtime::reconcile::gate::ConsumerPosition],
+    (tables, lakes): (
+        Vec<lossproof_runtime::reconcile::SourceTable>,
+        crate::freshness::LakeFollowers,
+    ),
     record: &mut SeedRecord,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(Duration, Following)> {
@@ -299,36 +367,11 @@ async fn followed_phases(
         partitions,
     )
     .map_err(Error::Follower)?;
-    let mut tables = Vec::new();
-    for table in seed.scored_tables() {
-        tables.push(lossproof_runtime::reconcile::source::describe(&seed.source, table).await?);
-    }
-    let lakes = crate::under_test::lakes(
-        &seed.options.consumers,
-        &seed.plan.declared,
-        &seed.names,
-        &seed.workload,
-    )
-    .into_iter()
-    .map(|lake| crate::snapshots::LakeTables {
-        changelogs: lake.changelog.then(|| {
-            tables
-                .iter()
-                .map(|t| crate::under_test::changelog_table(&seed.names, &t.name))
-                .collect()
-        }),
-        not_checked: (!lake.changelog && !lake.views.is_empty())
-            .then(|| "not checked: its tables are read through views".to_owned()),
-        consumer: lake.consumer,
-        namespace: lake.namespace,
-        tables: tables.clone(),
-    })
-    .collect();
     let follower = Follower::start(
         seed.endpoints.open_lake().await?,
         probes.clone(),
         topic,
-        (&seed.endpoints, lakes),
+        lakes,
         clock,
     );
     let drain_limit = phases::phases(seed, positions, record, (clock, &probe), progress).await?;
@@ -342,6 +385,7 @@ async fn followed_phases(
             beats,
             until_ms,
             tables,
+            clock,
             epoch_ms: crate::snapshots::epoch_ms_at(clock),
         },
     ))

@@ -215,6 +215,10 @@ pub struct SnapshotRecord {
     /// From the connector's start to the consumer's lake holding the whole
     /// snapshot, per consumer.
     pub reached_ms: BTreeMap<String, u64>,
+    /// From then to every lake's snapshot follower having read it (`None`:
+    /// not within its limit; the phases began anyway).
+    #[serde(default)]
+    pub followed_ms: Option<u64>,
 }
 
 /// The record of a run (`--out`, default `<state>/runs/<run id>.json`):
