@@ -478,38 +478,22 @@ impl Lake {
         branch: &iceberg::spec::SnapshotRef,
         main: Option<&iceberg::spec::SnapshotRef>,
     ) -> iceberg::Result<(Vec<(DataFile, Option<i64>)>, Vec<String>)> {
-        let mut on_main = HashSet::new();
-        if let Some(main) = main {
-            for (file, _) in self.live_entries(base, main).await? {
-                on_main.insert(file.file_path().to_owned());
-            }
-        }
+        let path = |e: &iceberg::spec::ManifestEntry| e.file_path().to_owned();
+        let mut on_main: HashSet<String> =
+            super::compact::live_entries_at(base, main, Some(self), path)
+                .await?
+                .into_iter()
+                .collect();
+        let entry = |e: &iceberg::spec::ManifestEntry| (e.data_file().clone(), e.sequence_number());
         let mut added = Vec::new();
-        for (file, sequence) in self.live_entries(base, branch).await? {
+        for (file, sequence) in
+            super::compact::live_entries_at(base, Some(branch), Some(self), entry).await?
+        {
             if !on_main.remove(file.file_path()) {
                 added.push((file, sequence));
             }
         }
         Ok((added, on_main.into_iter().collect()))
-    }
-
-    /// Every live file of `snapshot` with its data sequence number.
-    async fn live_entries(
-        &self,
-        base: &Table,
-        snapshot: &iceberg::spec::SnapshotRef,
-    ) -> iceberg::Result<Vec<(DataFile, Option<i64>)>> {
-        let list = base.manifest_list_reader(snapshot).load().await?;
-        // Collected first: the crate's iterator is not `Send`.
-        let files: Vec<ManifestFile> = list.consume_entries().into_iter().collect();
-        let mut live = Vec::new();
-        for file in files {
-            let manifest = self.manifest(base, &file).await?;
-            for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
-                live.push((entry.data_file().clone(), entry.sequence_number()));
-            }
-        }
-        Ok(live)
     }
 
     /// The metadata `base` would have after `commit` (nothing committed yet).

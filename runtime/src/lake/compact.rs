@@ -217,7 +217,17 @@ pub(super) async fn live_entries<T>(
     lake: Option<&Lake>,
     each: impl Fn(&ManifestEntry) -> T,
 ) -> iceberg::Result<Vec<T>> {
-    let Some(snapshot) = table.metadata().current_snapshot() else {
+    live_entries_at(table, table.metadata().current_snapshot(), lake, each).await
+}
+
+/// [`live_entries`] of `snapshot` (none: nothing).
+pub(super) async fn live_entries_at<T>(
+    table: &Table,
+    snapshot: Option<&iceberg::spec::SnapshotRef>,
+    lake: Option<&Lake>,
+    each: impl Fn(&ManifestEntry) -> T,
+) -> iceberg::Result<Vec<T>> {
+    let Some(snapshot) = snapshot else {
         return Ok(Vec::new());
     };
     let list = table.manifest_list_reader(snapshot).load().await?;

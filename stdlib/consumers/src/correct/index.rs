@@ -511,7 +511,8 @@ impl Synced {
         let unstaged = match self.unstaged {
             0 => String::new(),
             n => format!(
-                "; the parts of a snapshot staged on {n} tables and never published dropped                  (read again from the offsets on main)"
+                "; the parts of a snapshot staged on {n} tables and never published dropped \
+                 (read again from the offsets on main)"
             ),
         };
         let synced = match (&self.rebuilt, self.snapshots) {
